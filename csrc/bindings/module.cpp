@@ -1,0 +1,213 @@
+// pybind11 module monoprop._core: translates numpy arrays to the core's
+// types and back, nothing else.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <complex>
+
+#include "monoprop/monomial_propagator.h"
+
+namespace py = pybind11;
+using namespace monoprop;
+
+namespace {
+
+using SlotArray = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>;
+using OffsetArray = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+using RealArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using IndexArray = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>;
+
+std::vector<Term> to_terms(const SlotArray& slots, const OffsetArray& offsets, const RealArray& coefficients) {
+  const auto s = slots.unchecked<1>();
+  const auto o = offsets.unchecked<1>();
+  const auto c = coefficients.unchecked<1>();
+  if (o.shape(0) != c.shape(0) + 1) throw std::invalid_argument("offsets must have one more entry than coefficients");
+  std::vector<Term> terms(static_cast<std::size_t>(c.shape(0)));
+  for (py::ssize_t t = 0; t < c.shape(0); ++t) {
+    if (o(t) < 0 || o(t) > o(t + 1) || o(t + 1) > s.shape(0)) throw std::invalid_argument("bad offsets");
+    for (auto k = o(t); k < o(t + 1); ++k) terms[t].slots.push_back(s(k));
+    terms[t].coefficient = c(t);
+  }
+  return terms;
+}
+
+CircuitSpec to_circuit(const SlotArray& slots, const OffsetArray& offsets, const RealArray& coefficients,
+                       const IndexArray& parameters, const IndexArray& gates, std::int32_t n_parameters,
+                       std::int32_t n_gates) {
+  CircuitSpec circuit;
+  const auto terms = to_terms(slots, offsets, coefficients);
+  const auto p = parameters.unchecked<1>();
+  const auto g = gates.unchecked<1>();
+  if (p.shape(0) != static_cast<py::ssize_t>(terms.size()) || g.shape(0) != p.shape(0))
+    throw std::invalid_argument("one parameter and one gate index per layer");
+  for (std::size_t l = 0; l < terms.size(); ++l)
+    circuit.layers.push_back({terms[l].slots, terms[l].coefficient, p(l), g(l)});
+  circuit.n_parameters = n_parameters;
+  circuit.n_gates = n_gates;
+  return circuit;
+}
+
+py::array_t<double> to_numpy(std::vector<double> v) {
+  auto* heap = new std::vector<double>(std::move(v));
+  py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<double>*>(p); });
+  return py::array_t<double>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
+}
+
+const char* cutoff_type_name(CutoffType t) { return t == CutoffType::Length ? "length" : "support"; }
+
+CutoffType parse_cutoff_type(const std::string& name) {
+  if (name == "length") return CutoffType::Length;
+  if (name == "support") return CutoffType::Support;
+  throw std::invalid_argument("Unknown CutoffType string: '" + name + "'. Valid options are: 'length', 'support'.");
+}
+
+int pairs_mod4(std::size_t w) { return static_cast<int>((w * (w - 1) / 2) % 4); }
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "monoprop's compiled propagation core.";
+  m.attr("MAX_NUM_MODES") = kMaxNumModes;
+  m.attr("has_mpi") = false;
+  m.attr("__build_type__") = MONOPROP_BUILD_TYPE;
+
+  m.def(
+      "is_antihermitian", [](const std::vector<py::object>& indices) { return (indices.size() % 4) >= 2; },
+      py::arg("indices"),
+      R"doc(True iff the bare product of ``len(indices)`` Majoranas is anti-Hermitian (w mod 4 in {2, 3}).
+
+>>> from monoprop import is_antihermitian
+>>> is_antihermitian([0, 1]), is_antihermitian([0, 1, 2, 3])
+(True, False)
+)doc");
+  m.def(
+      "antihermitian_generator_correction",
+      [](const std::vector<py::object>& indices) {
+        static const std::complex<double> powers[4] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
+        const std::size_t w = indices.size();
+        return powers[(pairs_mod4(w) + 1) % 4];
+      },
+      py::arg("indices"),
+      R"doc(``i ** (C(w, 2) + 1)`` for ``w = len(indices)``.
+
+>>> from monoprop import antihermitian_generator_correction
+>>> antihermitian_generator_correction([0, 1, 2])
+(-1+0j)
+)doc");
+
+  py::class_<MonomialPropagator> cls(m, "Engine", "One propagator's compiled state (internal).");
+  cls.def(py::init([](const std::string& family, int num_modes, const SlotArray& slots, const OffsetArray& offsets,
+                      const RealArray& coefficients, std::vector<int> occupied, std::optional<int> schrodinger_slots,
+                      int cutoff, const std::string& cutoff_type, std::optional<double> lower,
+                      std::optional<double> upper) {
+            Config config;
+            config.family = family == "pauli" ? Family::Pauli : Family::Majorana;
+            config.num_modes = num_modes;
+            config.initial_operator = to_terms(slots, offsets, coefficients);
+            config.occupied = std::move(occupied);
+            config.schrodinger_cutoff = schrodinger_slots;
+            config.truncation = {cutoff, parse_cutoff_type(cutoff_type), lower, upper};
+            return make_propagator(std::move(config));
+          }),
+          py::arg("family"), py::arg("num_modes"), py::arg("slots"), py::arg("offsets"), py::arg("coefficients"),
+          py::arg("occupied"), py::arg("schrodinger_slots"), py::arg("cutoff"), py::arg("cutoff_type"),
+          py::arg("lower_atol"), py::arg("upper_atol"));
+
+  cls.def("clone", [](const MonomialPropagator& self) { return self.clone_(); });
+  cls.def(
+      "propagate",
+      [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets, const RealArray& coefficients,
+         const IndexArray& parameters, const IndexArray& gates, std::int32_t n_parameters, std::int32_t n_gates,
+         const std::vector<double>& values, std::optional<int> k) {
+        const CircuitSpec circuit = to_circuit(slots, offsets, coefficients, parameters, gates, n_parameters, n_gates);
+        py::gil_scoped_release release;
+        self.propagate(circuit, values, k);
+      });
+  cls.def("build_graph", [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
+                            const RealArray& coefficients, const IndexArray& parameters, const IndexArray& gates,
+                            std::int32_t n_parameters, std::int32_t n_gates,
+                            const std::optional<std::vector<double>>& seed, std::optional<int> k) {
+    const CircuitSpec circuit = to_circuit(slots, offsets, coefficients, parameters, gates, n_parameters, n_gates);
+    py::gil_scoped_release release;
+    self.build_graph(circuit, seed, k);
+  });
+  cls.def(
+      "expectation_value",
+      [](const MonomialPropagator& self, const std::vector<double>& theta, double pare) {
+        return self.expectation_value(theta, pare);
+      },
+      py::arg("parameters"), py::arg("pare") = 0.0, py::call_guard<py::gil_scoped_release>());
+  cls.def(
+      "expectation_value_and_gradient",
+      [](const MonomialPropagator& self, const std::vector<double>& theta, double pare) {
+        std::vector<double> grad;
+        double f;
+        {
+          py::gil_scoped_release release;
+          f = self.expectation_value_and_gradient(theta, grad, pare);
+        }
+        return py::make_tuple(f, to_numpy(std::move(grad)));
+      },
+      py::arg("parameters"), py::arg("pare") = 0.0);
+  cls.def("contract", [](MonomialPropagator& self, const std::vector<double>& theta, bool inplace) {
+    std::vector<double> c;
+    {
+      py::gil_scoped_release release;
+      c = self.contract(theta, inplace);
+    }
+    return to_numpy(std::move(c));
+  });
+  cls.def("evolved_terms", [](const MonomialPropagator& self, const std::vector<double>& theta, double atol) {
+    TermList t;
+    {
+      py::gil_scoped_release release;
+      t = self.evolved_terms(theta, atol);
+    }
+    py::array_t<std::uint32_t> slots(static_cast<py::ssize_t>(t.slots.size()), t.slots.data());
+    py::array_t<std::uint64_t> offsets(static_cast<py::ssize_t>(t.offsets.size()), t.offsets.data());
+    return py::make_tuple(slots, offsets, to_numpy(std::move(t.coefficients)));
+  });
+  cls.def("coefficients_of", [](const MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
+                                const std::vector<double>& theta) {
+    RealArray zeros(offsets.size() - 1);
+    std::fill(zeros.mutable_data(), zeros.mutable_data() + zeros.size(), 0.0);
+    return to_numpy(self.coefficients_of(to_terms(slots, offsets, zeros), theta));
+  });
+  cls.def("update_initial_operator", [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
+                                        const RealArray& coefficients) {
+    self.update_initial_operator(to_terms(slots, offsets, coefficients));
+  });
+  cls.def("size", &MonomialPropagator::size);
+  cls.def("graph_size", &MonomialPropagator::graph_size);
+  cls.def_property_readonly("graph_layers", &MonomialPropagator::graph_layers);
+  cls.def_property_readonly("n_parameters", &MonomialPropagator::n_parameters);
+  cls.def_property_readonly("n_gates", &MonomialPropagator::n_gates);
+  cls.def_property_readonly("generation", &MonomialPropagator::generation);
+  cls.def_property_readonly("schrodinger", &MonomialPropagator::schrodinger);
+  cls.def_property_readonly("num_modes", [](const MonomialPropagator& self) { return self.config().num_modes; });
+  cls.def("parameter_mapping", &MonomialPropagator::parameter_mapping);
+  cls.def("layer_gates", &MonomialPropagator::layer_gates);
+  cls.def("set_parameter_mapping", &MonomialPropagator::set_parameter_mapping);
+  cls.def("memory", [](const MonomialPropagator& self) {
+    const MemoryUsage u = self.memory();
+    py::dict d;
+    d["terms"] = u.terms;
+    d["index"] = u.index;
+    d["graph"] = u.graph;
+    d["buffers"] = u.buffers;
+    return d;
+  });
+  cls.def_property(
+      "cutoff", [](MonomialPropagator& self) { return self.truncation().cutoff; },
+      [](MonomialPropagator& self, int v) { self.truncation().cutoff = v; });
+  cls.def_property(
+      "cutoff_type", [](MonomialPropagator& self) { return cutoff_type_name(self.truncation().type); },
+      [](MonomialPropagator& self, const std::string& v) { self.truncation().type = parse_cutoff_type(v); });
+  cls.def_property(
+      "lower_atol", [](MonomialPropagator& self) { return self.truncation().lower_atol; },
+      [](MonomialPropagator& self, std::optional<double> v) { self.truncation().lower_atol = v; });
+  cls.def_property(
+      "upper_atol", [](MonomialPropagator& self) { return self.truncation().upper_atol; },
+      [](MonomialPropagator& self, std::optional<double> v) { self.truncation().upper_atol = v; });
+}

@@ -1,0 +1,484 @@
+// Definitions of Propagator<Algebra, W>; included by propagator.h only.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace monoprop {
+
+template <typename A, int W>
+Propagator<A, W>::Propagator(Config config) : MonomialPropagator(std::move(config)) {
+  const int n = config_.num_modes;
+  for (const int mode : config_.occupied) {
+    if (mode < 0 || mode >= n)
+      throw ArgumentError("occupied mode " + std::to_string(mode) + " is out of range 0.." +
+                          std::to_string(n - 1) + ".");
+    occupied_.set(2 * static_cast<std::uint32_t>(mode));
+  }
+  std::vector<std::pair<Key, double>> terms;
+  for (const Term& t : config_.initial_operator) terms.emplace_back(key_of(t.slots), t.coefficient);
+
+  Shard* target = &store_;
+  std::vector<double>* coefficients = &base_;
+  if (schrodinger()) {
+    expand_reference_state((std::min(*config_.schrodinger_cutoff, 2 * n) + 1) / 2);
+    target = &observable_keys_;
+    coefficients = &observable_coefficients_;
+  }
+  for (const auto& [key, h] : terms) {
+    if (!schrodinger() && key.is_identity()) {
+      core_ += h;
+      continue;
+    }
+    const auto slot = target->find(key);
+    if (slot != Shard::kEmpty) {
+      (*coefficients)[slot] += h;
+      continue;
+    }
+    target->reserve_for(1);
+    target->append(key);
+    coefficients->push_back(h);
+  }
+  n_base_ = store_.size();
+}
+
+template <typename A, int W>
+auto Propagator<A, W>::key_of(const std::vector<std::uint32_t>& slots) const -> Key {
+  Key k;
+  const auto limit = static_cast<std::uint32_t>(2 * config_.num_modes);
+  for (const std::uint32_t s : slots) {
+    if (s >= limit)
+      throw ArgumentError("slot " + std::to_string(s) + " is out of range; must be less than " +
+                          std::to_string(limit) + ".");
+    k.words[s >> 6] ^= std::uint64_t{1} << (s & 63);
+  }
+  return k;
+}
+
+// All products of at most `max_pairs` Z's: the truncated expansion of
+// 2^n rho_ref = prod_j (1 + s_j Z_j); each coefficient is the product's own
+// reference expectation.
+template <typename A, int W>
+void Propagator<A, W>::expand_reference_state(int max_pairs) {
+  const int n = config_.num_modes;
+  double count = 0, binom = 1;
+  for (int k = 0; k <= max_pairs; ++k) {
+    count += binom;
+    binom = binom * (n - k) / (k + 1);
+  }
+  constexpr double kLimit = 1 << 28;
+  if (count > kLimit)
+    throw std::runtime_error("the Schrodinger initial state expansion would hold about " +
+                             std::to_string(static_cast<long long>(count)) + " terms (limit " +
+                             std::to_string(static_cast<long long>(kLimit)) +
+                             "); lower schrodinger_cutoff.");
+  store_.reserve_for(static_cast<std::size_t>(count));
+  std::vector<int> modes;
+  // Depth-first over increasing mode lists.
+  auto visit = [&](auto&& self, int next) -> void {
+    Key k;
+    for (const int m : modes) {
+      k.set(2 * static_cast<std::uint32_t>(m));
+      k.set(2 * static_cast<std::uint32_t>(m) + 1);
+    }
+    store_.append(k);
+    base_.push_back(A::reference_overlap(k, occupied_));
+    if (static_cast<int>(modes.size()) == max_pairs) return;
+    for (int m = next; m < n; ++m) {
+      modes.push_back(m);
+      self(self, m + 1);
+      modes.pop_back();
+    }
+  };
+  visit(visit, 0);
+}
+
+template <typename A, int W>
+void Propagator<A, W>::check_circuit(const CircuitSpec& circuit, std::optional<int> k) const {
+  if (k && (*k <= 0 || *k > 2 * config_.num_modes))
+    throw ArgumentError("only_rotate_len_k=" + std::to_string(*k) +
+                        " is out of range; must be 0 < k <= 2*num_qubits");
+  for (const LayerSpec& layer : circuit.layers) {
+    key_of(layer.slots);
+    if (layer.parameter < 0 || layer.parameter >= circuit.n_parameters)
+      throw ArgumentError("layer parameter index " + std::to_string(layer.parameter) +
+                          " is outside 0.." + std::to_string(circuit.n_parameters - 1) + ".");
+    if (layer.gate < 0 || layer.gate >= circuit.n_gates)
+      throw ArgumentError("layer gate index " + std::to_string(layer.gate) + " is outside 0.." +
+                          std::to_string(circuit.n_gates - 1) + ".");
+  }
+}
+
+template <typename A, int W>
+void Propagator<A, W>::check_parameters(const std::vector<double>& parameters) const {
+  if (static_cast<std::int64_t>(parameters.size()) != n_parameters_)
+    throw std::runtime_error("Invalid functional call. Parameter length " + std::to_string(parameters.size()) +
+                             " does not match the expected number of parameters " +
+                             std::to_string(n_parameters_) + ".");
+}
+
+template <typename A, int W>
+std::vector<const LayerSpec*> Propagator<A, W>::application_order(const CircuitSpec& circuit) const {
+  std::vector<const LayerSpec*> order;
+  for (const LayerSpec& layer : circuit.layers) order.push_back(&layer);
+  // Heisenberg: the last gate acts on the observable first.
+  if (!schrodinger()) std::reverse(order.begin(), order.end());
+  return order;
+}
+
+template <typename A, int W>
+bool Propagator<A, W>::keep_partner(const Key& partner, bool informed, double moved) const {
+  const Truncation& t = config_.truncation;
+  const int measure = t.type == CutoffType::Length ? partner.length() : partner.support();
+  bool keep = measure <= t.cutoff || partner.fully_paired();
+  if (informed) {
+    if (!keep && t.upper_atol && moved > *t.upper_atol) keep = true;
+    if (t.lower_atol && moved < *t.lower_atol) keep = false;
+  }
+  return keep;
+}
+
+template <typename A, int W>
+void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector<double>* c,
+                                   GraphLayer* record, std::optional<int> k) {
+  const Gen gen(generator);
+  const double cs = std::cos(phi), sn = std::sin(phi);
+  const std::size_t n = store_.size();
+  GraphLayer& L = scratch_;
+  L.clear_entries();
+  births_.clear();
+  birth_signs_.clear();
+
+  // Scan: classify every anticommuting term before anything changes.
+  for (std::size_t i = 0; i < n; ++i) {
+    const Key& p = store_.key(i);
+    const int s = A::rotation_sign(p, gen);
+    if (s == 0 || (k && p.length() > *k)) continue;
+    const Key q = p ^ generator;
+    const auto j = store_.find(q);
+    const auto a = static_cast<std::uint32_t>(i);
+    if (j != Shard::kEmpty) {
+      if (k && q.length() > *k) {  // the partner does not rotate back
+        L.halves.insert(L.halves.end(), {a, j});
+        L.half_signs.push_back(static_cast<std::int8_t>(s));
+      } else if (a < j) {  // recorded once, from its lower slot
+        L.pairs.insert(L.pairs.end(), {a, j});
+        L.pair_signs.push_back(static_cast<std::int8_t>(s));
+      }
+      continue;
+    }
+    if (keep_partner(q, c != nullptr, c ? std::abs(sn * (*c)[i]) : 0.0)) {
+      births_.push_back(a);
+      birth_signs_.push_back(static_cast<std::int8_t>(s));
+    } else {
+      L.cos_only.push_back(a);
+    }
+  }
+
+  store_.reserve_for(births_.size());  // refuses before any change
+  for (std::size_t e = 0; e < births_.size(); ++e) {
+    const Key q = store_.key(births_[e]) ^ generator;
+    L.halves.insert(L.halves.end(), {births_[e], store_.append(q)});
+    L.half_signs.push_back(birth_signs_[e]);
+  }
+
+  if (c) {
+    c->resize(store_.size(), 0.0);
+    std::vector<double>& v = *c;
+    for (std::size_t e = 0; e < L.pair_signs.size(); ++e) {
+      const std::uint32_t a = L.pairs[2 * e], b = L.pairs[2 * e + 1];
+      const double ca = v[a], cb = v[b], s = L.pair_signs[e] * sn;
+      v[a] = cs * ca - s * cb;
+      v[b] = cs * cb + s * ca;
+    }
+    for (std::size_t e = 0; e < L.half_signs.size(); ++e) {
+      const std::uint32_t a = L.halves[2 * e], b = L.halves[2 * e + 1];
+      v[b] += L.half_signs[e] * sn * v[a];
+      v[a] *= cs;
+    }
+    for (const std::uint32_t a : L.cos_only) v[a] *= cs;
+  }
+  if (record) {
+    record->pairs = L.pairs;
+    record->pair_signs = L.pair_signs;
+    record->halves = L.halves;
+    record->half_signs = L.half_signs;
+    record->cos_only = L.cos_only;
+  }
+}
+
+template <typename A, int W>
+void Propagator<A, W>::propagate(const CircuitSpec& circuit, const std::vector<double>& parameters,
+                                 std::optional<int> k) {
+  check_circuit(circuit, k);
+  if (!graph_.empty())
+    throw std::runtime_error(
+        "propagate() cannot run on a propagator with a non-empty graph; contract it first "
+        "(contract_partially) or use build_graph.");
+  if (static_cast<std::int64_t>(parameters.size()) != circuit.n_parameters)
+    throw std::runtime_error("The length of parameters (" + std::to_string(parameters.size()) +
+                             ") must be the same as max(parameter_mapping)+1 (" +
+                             std::to_string(circuit.n_parameters) + ").");
+  const std::size_t before = store_.size();
+  std::vector<double> work = base_;
+  try {
+    for (const LayerSpec* layer : application_order(circuit))
+      apply_layer(key_of(layer->slots), frequency(*layer) * parameters[layer->parameter], &work, nullptr, k);
+  } catch (const ShardCeilingError&) {
+    store_.truncate(before);  // nothing happened
+    throw;
+  }
+  base_ = std::move(work);
+  n_base_ = store_.size();
+  weights_stale_ = true;
+  ++generation_;
+}
+
+template <typename A, int W>
+void Propagator<A, W>::build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
+                                   std::optional<int> k) {
+  check_circuit(circuit, k);
+  const std::int32_t total = n_parameters_ + circuit.n_parameters;
+  if (seed && static_cast<std::int64_t>(seed->size()) != total)
+    throw std::runtime_error("The length of parameters (" + std::to_string(seed->size()) +
+                             ") must be the same as max(parameter_mapping)+1 (" + std::to_string(total) +
+                             ") of the graph after this build.");
+  // Heisenberg: the new circuit acts first on the state, so its parameters
+  // and gates come first on the axes; Schrodinger: they come last.
+  const std::int32_t old_shift = schrodinger() ? 0 : circuit.n_parameters;
+  const std::int32_t new_shift = schrodinger() ? n_parameters_ : 0;
+  const std::int32_t old_gate_shift = schrodinger() ? 0 : circuit.n_gates;
+  const std::int32_t new_gate_shift = schrodinger() ? n_gates_ : 0;
+
+  std::vector<double> work;
+  if (seed) {
+    std::vector<double> old_theta(static_cast<std::size_t>(n_parameters_));
+    for (std::int32_t p = 0; p < n_parameters_; ++p) old_theta[p] = (*seed)[p + old_shift];
+    work = base_;
+    work.resize(store_.size(), 0.0);
+    replay_forward(graph_, old_theta.data(), work, nullptr);
+  }
+  const std::size_t before = store_.size();
+  Graph added;
+  try {
+    for (const LayerSpec* layer : application_order(circuit)) {
+      GraphLayer& rec = added.emplace_back();
+      rec.parameter = layer->parameter + new_shift;
+      rec.gate = layer->gate + new_gate_shift;
+      rec.frequency = frequency(*layer);
+      const double phi = seed ? rec.frequency * (*seed)[rec.parameter] : 0.0;
+      apply_layer(key_of(layer->slots), phi, seed ? &work : nullptr, &rec, k);
+    }
+  } catch (const ShardCeilingError&) {
+    store_.truncate(before);
+    throw;
+  }
+  for (GraphLayer& layer : graph_) {
+    layer.parameter += old_shift;
+    layer.gate += old_gate_shift;
+  }
+  for (GraphLayer& layer : added) graph_.push_back(std::move(layer));
+  base_.resize(store_.size(), 0.0);
+  n_parameters_ = total;
+  n_gates_ += circuit.n_gates;
+  weights_stale_ = true;
+  ++generation_;
+}
+
+template <typename A, int W>
+std::vector<double> Propagator<A, W>::replayed(const std::vector<double>& parameters, std::vector<double>* tape,
+                                               double pare) const {
+  check_parameters(parameters);
+  std::vector<double> c = base_;
+  if (!graph_.empty()) replay_forward(graph_, parameters.data(), c, tape, pare);
+  return c;
+}
+
+template <typename A, int W>
+const std::vector<double>& Propagator<A, W>::weights() const {
+  if (!weights_stale_ && weights_.size() == store_.size()) return weights_;
+  weights_.resize(store_.size());
+  for (std::size_t i = 0; i < store_.size(); ++i) {
+    if (schrodinger()) {
+      const auto slot = observable_keys_.find(store_.key(i));
+      weights_[i] = slot == Shard::kEmpty ? 0.0 : observable_coefficients_[slot];
+    } else {
+      weights_[i] = A::reference_overlap(store_.key(i), occupied_);
+    }
+  }
+  weights_stale_ = false;
+  return weights_;
+}
+
+template <typename A, int W>
+double Propagator<A, W>::expectation_value(const std::vector<double>& parameters, double pare) const {
+  const std::vector<double> c = replayed(parameters, nullptr, pare);
+  const std::vector<double>& w = weights();
+  double f = 0.0;
+  for (std::size_t i = 0; i < c.size(); ++i) f += w[i] * c[i];
+  return f + core_;
+}
+
+template <typename A, int W>
+double Propagator<A, W>::expectation_value_and_gradient(const std::vector<double>& parameters,
+                                                        std::vector<double>& gradient, double pare) const {
+  std::vector<double> tape;
+  const std::vector<double> c = replayed(parameters, &tape, pare);
+  std::vector<double> lambda = weights();
+  double f = 0.0;
+  for (std::size_t i = 0; i < c.size(); ++i) f += lambda[i] * c[i];
+  gradient.assign(parameters.size(), 0.0);
+  replay_adjoint(graph_, parameters.data(), tape, lambda, gradient.data(), pare);
+  return f + core_;
+}
+
+template <typename A, int W>
+std::vector<double> Propagator<A, W>::contract(const std::vector<double>& parameters, bool inplace) {
+  std::vector<double> c = replayed(parameters, nullptr, 0.0);
+  if (inplace) {
+    base_ = c;
+    graph_.clear();
+    n_parameters_ = 0;
+    n_gates_ = 0;
+    n_base_ = store_.size();
+    ++generation_;
+  }
+  return c;
+}
+
+template <typename A, int W>
+TermList Propagator<A, W>::evolved_terms(const std::vector<double>& parameters, double atol) const {
+  const std::vector<double> c = replayed(parameters, nullptr, 0.0);
+  TermList out;
+  auto emit = [&](const Key& key, double h) {
+    for (std::uint32_t s = 0; s < static_cast<std::uint32_t>(2 * config_.num_modes); ++s)
+      if (key.test(s)) out.slots.push_back(s);
+    out.offsets.push_back(out.slots.size());
+    out.coefficients.push_back(h);
+  };
+  if (!schrodinger() && (atol == 0.0 || std::abs(core_) >= atol)) emit(Key{}, core_);
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (atol == 0.0 || std::abs(c[i]) >= atol) emit(store_.key(i), c[i]);
+  return out;
+}
+
+template <typename A, int W>
+std::vector<double> Propagator<A, W>::coefficients_of(const std::vector<Term>& terms,
+                                                      const std::vector<double>& parameters) const {
+  std::vector<Key> keys;
+  for (const Term& t : terms) keys.push_back(key_of(t.slots));
+  const std::vector<double> c = replayed(parameters, nullptr, 0.0);
+  std::vector<double> out;
+  for (const Key& key : keys) {
+    if (!schrodinger() && key.is_identity()) {
+      out.push_back(core_);
+      continue;
+    }
+    const auto slot = store_.find(key);
+    out.push_back(slot == Shard::kEmpty ? 0.0 : c[slot]);
+  }
+  return out;
+}
+
+template <typename A, int W>
+void Propagator<A, W>::apply_initial_operator_(const std::vector<Term>& terms) {
+  std::vector<std::pair<Key, double>> keyed;
+  for (const Term& t : terms) keyed.emplace_back(key_of(t.slots), t.coefficient);
+  if (schrodinger()) {
+    Shard keys;
+    std::vector<double> coefficients;
+    for (const auto& [key, h] : keyed) {
+      const auto slot = keys.find(key);
+      if (slot != Shard::kEmpty) {
+        coefficients[slot] += h;
+        continue;
+      }
+      keys.reserve_for(1);
+      keys.append(key);
+      coefficients.push_back(h);
+    }
+    observable_keys_ = std::move(keys);
+    observable_coefficients_ = std::move(coefficients);
+  } else {
+    // Only terms the graph started from can be set: later slots were born
+    // inside the graph and their history before birth was not recorded.
+    std::vector<std::pair<std::size_t, double>> slots;
+    std::optional<double> core;
+    for (const auto& [key, h] : keyed) {
+      if (key.is_identity()) {
+        core = h;
+        continue;
+      }
+      const auto slot = store_.find(key);
+      if (slot == Shard::kEmpty || slot >= n_base_) {
+        std::string name;
+        for (std::uint32_t s = 0; s < static_cast<std::uint32_t>(2 * config_.num_modes); ++s)
+          if (key.test(s)) name += (name.empty() ? "" : ", ") + std::to_string(s);
+        throw std::runtime_error("Operator term [" + name + "] not found in the operator.");
+      }
+      slots.emplace_back(slot, h);
+    }
+    std::fill(base_.begin(), base_.end(), 0.0);
+    for (const auto& [slot, h] : slots) base_[slot] = h;
+    if (core) core_ = *core;
+  }
+  weights_stale_ = true;
+  ++generation_;
+}
+
+template <typename A, int W>
+std::pair<std::size_t, std::size_t> Propagator<A, W>::graph_size() const {
+  std::size_t cos_only = 0, cycles = 0;
+  for (const GraphLayer& layer : graph_) {
+    cos_only += layer.cos_only.size();
+    cycles += layer.n_rotations();
+  }
+  return {cos_only, cycles};
+}
+
+// Graph layers are stored in application order; the circuit's order (the one
+// parameter_mapping speaks in) is the reverse in the Heisenberg picture.
+template <typename A, int W>
+std::vector<std::int32_t> Propagator<A, W>::parameter_mapping() const {
+  std::vector<std::int32_t> out;
+  for (const GraphLayer& layer : graph_) out.push_back(layer.parameter);
+  if (!schrodinger()) std::reverse(out.begin(), out.end());
+  return out;
+}
+
+template <typename A, int W>
+std::vector<std::int32_t> Propagator<A, W>::layer_gates() const {
+  std::vector<std::int32_t> out;
+  for (const GraphLayer& layer : graph_) out.push_back(layer.gate);
+  if (!schrodinger()) std::reverse(out.begin(), out.end());
+  return out;
+}
+
+template <typename A, int W>
+void Propagator<A, W>::set_parameter_mapping(const std::vector<std::int32_t>& per_layer) {
+  if (per_layer.size() != graph_.size())
+    throw ArgumentError("parameter_mapping has " + std::to_string(per_layer.size()) + " entries; expected " +
+                        std::to_string(graph_.size()) + " (per graph layer).");
+  std::int32_t top = -1;
+  for (const std::int32_t p : per_layer) {
+    if (p < 0) throw ArgumentError("parameter_mapping indices must be non-negative.");
+    top = std::max(top, p);
+  }
+  const std::size_t L = graph_.size();
+  for (std::size_t i = 0; i < L; ++i) graph_[schrodinger() ? i : L - 1 - i].parameter = per_layer[i];
+  n_parameters_ = top + 1;
+}
+
+template <typename A, int W>
+MemoryUsage Propagator<A, W>::memory() const {
+  MemoryUsage m;
+  m.terms = store_.key_bytes() + base_.capacity() * sizeof(double);
+  m.index = store_.index_bytes();
+  for (const GraphLayer& layer : graph_) m.graph += layer.bytes();
+  m.buffers = scratch_.bytes() + births_.capacity() * 4 + birth_signs_.capacity() + weights_.capacity() * 8 +
+              observable_keys_.key_bytes() + observable_keys_.index_bytes();
+  return m;
+}
+
+}  // namespace monoprop

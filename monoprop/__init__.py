@@ -1,0 +1,70 @@
+"""monoprop: Pauli and Majorana operator propagation with replayable graphs.
+
+>>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
+>>> circuit = Circuit([ExpGate(PauliOperator({"X": 1.0}, 2))], 2, parameters=[0.3])
+>>> prop = PauliPropagator(PauliOperator({"ZZ": 1.0}, 2), [], cutoff=4)
+>>> prop.build_graph(circuit)
+>>> round(prop.expectation_value([0.3]), 12)
+0.82533561491
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+from importlib.util import find_spec
+
+from ._core import (
+    MAX_NUM_MODES,
+    __build_type__,
+    antihermitian_generator_correction,
+    has_mpi,
+    is_antihermitian,
+)
+from .circuit import Circuit, ExpGate, expand_monomials, validate_parameter_mapping
+from .exceptions import NumberOfModesInvalidError
+from .fermi import FermiOperator, FermiString
+from .integral_conversion import integrals_to_fermion
+from .majorana import Majorana, MajoranaOperator
+from .majorana_propagator import MajoranaPropagator
+from .monomial_propagator import MonomialPropagator
+from .pauli import Pauli, PauliOperator
+from .pauli_propagator import PauliPropagator
+from .utils import jordan_wigner_basis_change
+
+try:
+    __version__ = version("monoprop")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
+
+__all__ = [
+    "MAX_NUM_MODES",
+    "Circuit",
+    "ExpGate",
+    "FermiOperator",
+    "FermiString",
+    "Majorana",
+    "MajoranaOperator",
+    "MajoranaPropagator",
+    "MonomialPropagator",
+    "NumberOfModesInvalidError",
+    "Pauli",
+    "PauliOperator",
+    "PauliPropagator",
+    "__build_type__",
+    "__version__",
+    "antihermitian_generator_correction",
+    "expand_monomials",
+    "has_mpi",
+    "integrals_to_fermion",
+    "is_antihermitian",
+    "jordan_wigner_basis_change",
+    "validate_parameter_mapping",
+]
+
+if find_spec("qiskit") is not None:
+    from .qiskit_conversion import (
+        from_qiskit_circuit,
+        from_qiskit_operator,
+        to_qiskit_circuit,
+        to_qiskit_operator,
+    )
+
+    __all__ += ["from_qiskit_circuit", "from_qiskit_operator", "to_qiskit_circuit", "to_qiskit_operator"]

@@ -1,0 +1,64 @@
+"""Argument conversion shared by the propagators."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+ParameterValues = Any  # None | Sequence[float] | numpy.ndarray | Circuit
+
+
+def parameter_list(parameters: ParameterValues) -> list[float]:
+    """``None`` → ``[]``; a Circuit → its ``parameters``; else each value through ``float``."""
+    if parameters is None:
+        return []
+    if hasattr(parameters, "parameters") and hasattr(parameters, "resolved_mapping"):
+        parameters = parameters.parameters
+    if isinstance(parameters, np.ndarray):
+        if parameters.ndim != 1:
+            raise ValueError(
+                f"parameters must be a 1-D array; got shape {parameters.shape}. Pass a flat vector."
+            )
+        return parameters.astype(np.float64).tolist()
+    return [float(x) for x in parameters]
+
+
+def cutoff_value(value: Any, name: str = "cutoff") -> int:
+    """A non-negative int (bool accepted, as for any int); else TypeError."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, np.bool_):
+        raise TypeError(f"{name} must be a non-negative int; got {value!r} ({type(value).__name__}).")
+    if value < 0:
+        raise TypeError(f"{name} must be a non-negative int; got {value!r}.")
+    return int(value)
+
+
+def optional_atol(value: Any, name: str) -> float | None:
+    """``None`` or a real number; else TypeError."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a float or None; got {value!r} ({type(value).__name__}).")
+    return float(value)
+
+
+def occupied_modes(state: Any, n: int, what: str = "mode") -> list[int]:
+    """Validate a reference state: distinct integers in ``0..n-1``."""
+    if isinstance(state, (str, bytes)) or not hasattr(state, "__iter__"):
+        raise ValueError(
+            f"initial_state must be a list of occupied {what}s; got {state!r}."
+        )
+    seen: set[int] = set()
+    out = []
+    for entry in state:
+        if isinstance(entry, (bool, np.bool_)) or not isinstance(entry, numbers.Integral):
+            raise ValueError(f"initial_state entry {entry!r} is not an integer {what} index.")
+        index = int(entry)
+        if not 0 <= index < n:
+            raise ValueError(f"initial_state entry {index} is outside 0..{n - 1}.")
+        if index in seen:
+            raise ValueError(f"initial_state entry {index} is repeated; list each {what} once.")
+        seen.add(index)
+        out.append(index)
+    return out

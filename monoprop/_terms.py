@@ -1,0 +1,81 @@
+"""Flat-array encoding of monomials shared by the propagators and the core.
+
+A list of monomials crosses into ``monoprop._core`` as three arrays: ``slots``
+(all set slot indices, concatenated), ``offsets`` (term ``t`` owns
+``slots[offsets[t]:offsets[t+1]]``) and ``coefficients``.
+
+Majorana front-end: slot ``j`` is ``m_j`` and the core stores the real
+Hermitian-basis coefficient ``h = c / i**C(w,2)`` of ``M_S = i**C(w,2) m_S``
+(API 2.4). Pauli front-end: qubit ``q`` owns slots ``2q`` (X), ``2q+1`` (Y)
+and both (Z); the coefficient is the Pauli coefficient itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import chain
+
+import numpy as np
+
+# i ** k for k mod 4, as (real, imag) factors.
+_PHASE_RE = np.array([1.0, 0.0, -1.0, 0.0])
+_PHASE_IM = np.array([0.0, 1.0, 0.0, -1.0])
+
+
+def hermitian_phase_index(lengths: np.ndarray) -> np.ndarray:
+    """``C(w, 2) mod 4`` for each length ``w``: ``M_S = i**that * m_S``."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    return (lengths * (lengths - 1) // 2) % 4
+
+
+def pack(keys: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(slots, offsets)`` for a sequence of slot tuples."""
+    lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
+    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    slots = np.fromiter(chain.from_iterable(keys), dtype=np.int64, count=int(offsets[-1]))
+    return slots, offsets
+
+
+def unpack(slots: np.ndarray, offsets: np.ndarray) -> list[tuple[int, ...]]:
+    """Inverse of :func:`pack`."""
+    flat = slots.tolist()
+    bounds = offsets.tolist()
+    return [tuple(flat[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def bare_to_hermitian(keys: Sequence[Sequence[int]], coefficients: Sequence[complex]) -> np.ndarray:
+    """Hermitian-basis coefficients ``h = c / i**C(w,2)``; raises on non-Hermitian input."""
+    c = np.asarray(coefficients, dtype=np.complex128).reshape(-1)
+    k = hermitian_phase_index([len(key) for key in keys])
+    # c / i**k = c * i**(-k)
+    h = c * (_PHASE_RE[(-k) % 4] + 1j * _PHASE_IM[(-k) % 4])
+    bad = np.abs(h.imag) > 1e-10 * np.maximum(1.0, np.abs(h.real))
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        raise RuntimeError(
+            f"Non-Hermitian coeffs detected: term {tuple(keys[i])} has coefficient {c[i]!r}; a "
+            "Hermitian operator has real coefficients on weights 0,1 (mod 4) and imaginary ones "
+            "on weights 2,3 (mod 4)."
+        )
+    return np.ascontiguousarray(h.real)
+
+
+def hermitian_to_bare(keys: Sequence[Sequence[int]], h: np.ndarray) -> list[complex]:
+    """Bare-product coefficients ``c = h * i**C(w,2)``, each part rounded to 12 decimals."""
+    k = hermitian_phase_index([len(key) for key in keys])
+    h = np.asarray(h, dtype=np.float64)
+    re = np.round(h * _PHASE_RE[k], 12) + 0.0  # + 0.0 turns -0.0 into 0.0
+    im = np.round(h * _PHASE_IM[k], 12) + 0.0
+    return [complex(a, b) for a, b in zip(re.tolist(), im.tolist(), strict=True)]
+
+
+_LETTER = {(True, False): "X", (False, True): "Y", (True, True): "Z"}
+
+
+def slots_to_pauli(slots: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+    """Decode a Pauli-encoded slot tuple into ``(letters, qubits)``."""
+    present = set(slots)
+    qubits = sorted({s // 2 for s in slots})
+    letters = "".join(_LETTER[(2 * q in present, 2 * q + 1 in present)] for q in qubits)
+    return letters, tuple(qubits)

@@ -1,0 +1,446 @@
+"""The propagator base class shared by the Majorana and Pauli front-ends.
+
+A propagator holds an operand (Heisenberg: the observable; Schrödinger: the
+state ``2^n ρ``) as real coefficients on Hermitian monomials, applies circuits
+to it with truncation, and can record what it did as a graph that replays at
+any parameter vector for values and exact gradients. The numerical work lives
+in ``monoprop._core``; this module converts arguments and checks them before
+anything changes.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from . import _core
+from ._parameters import (
+    ParameterValues,
+    cutoff_value,
+    occupied_modes,
+    optional_atol,
+    parameter_list,
+)
+from ._terms import pack
+from .circuit import Circuit, expand_monomials, validate_parameter_mapping
+from .exceptions import NumberOfModesInvalidError
+
+OperatorT = TypeVar("OperatorT")
+
+__all__ = ["MonomialPropagator"]
+
+
+class MonomialPropagator(ABC, Generic[OperatorT]):
+    """Abstract base of :class:`MajoranaPropagator` and :class:`PauliPropagator`."""
+
+    _family: str  # "majorana" or "pauli": the circuit family this front-end runs
+    _unit: str  # "mode" or "qubit", for messages
+
+    def __init__(
+        self,
+        initial_operator: Any,
+        initial_state: Sequence[int],
+        *,
+        cutoff: int,
+        schrodinger_cutoff: int | None = None,
+        cutoff_type: str = "length",
+        lower_atol: float | None = None,
+        upper_atol: float | None = None,
+        comm: Any = None,
+    ) -> None:
+        keys, h, n = self._operator_terms(initial_operator)
+        if n <= 0:
+            raise NumberOfModesInvalidError(
+                f"Number of Fermionic modes {n} invalid. num_modes must be > 0."
+            )
+        if n > _core.MAX_NUM_MODES:
+            raise NumberOfModesInvalidError(
+                f"Number of Fermionic modes {n} invalid. num_modes must be <= "
+                f"{_core.MAX_NUM_MODES}. Split the problem or reduce the system size."
+            )
+        state = occupied_modes(initial_state, n, self._unit)
+        cutoff = cutoff_value(cutoff)
+        if schrodinger_cutoff is not None:
+            schrodinger_cutoff = cutoff_value(schrodinger_cutoff, "schrodinger_cutoff")
+        lower = optional_atol(lower_atol, "lower_atol")
+        upper = optional_atol(upper_atol, "upper_atol")
+        if lower is not None and upper is not None and upper < lower:
+            raise RuntimeError(
+                f"upper_atol ({upper!r}) must be greater than or equal to lower_atol ({lower!r})."
+            )
+        if not isinstance(cutoff_type, str):
+            raise TypeError(f"cutoff_type must be a str; got {cutoff_type!r}.")
+        _check_comm(comm)
+        slots, offsets = pack(keys)
+        self._initial_state = tuple(state)
+        self._engine = _core.Engine(
+            self._family,
+            n,
+            slots,
+            offsets,
+            h,
+            state,
+            None if schrodinger_cutoff is None else self._schrodinger_slots(schrodinger_cutoff),
+            cutoff,
+            cutoff_type,
+            lower,
+            upper,
+        )
+
+    # -- front-end hooks --------------------------------------------------------------------
+
+    @abstractmethod
+    def _operator_terms(self, operator: Any) -> tuple[list[tuple[int, ...]], np.ndarray, int]:
+        """``(slot keys, Hermitian coefficients, width)`` of a user operator."""
+
+    @abstractmethod
+    def _make_operator(self, keys: list[tuple[int, ...]], h: np.ndarray) -> OperatorT:
+        """The user-facing operator for Hermitian-basis terms."""
+
+    @abstractmethod
+    def _term_keys(self, terms: Sequence[Any]) -> list[tuple[int, ...]]:
+        """Slot keys of the terms a user asks for in ``evolved_operator_coefficients``."""
+
+    @abstractmethod
+    def _bare_coefficients(self, keys: list[tuple[int, ...]], h: np.ndarray) -> np.ndarray:
+        """Complex user-convention coefficients of Hermitian-basis values."""
+
+    @abstractmethod
+    def _check_family(self, circuit: Circuit) -> None:
+        """TypeError when the circuit's gates belong to the other front-end."""
+
+    def _schrodinger_slots(self, schrodinger_cutoff: int) -> int:
+        return schrodinger_cutoff
+
+    # -- building ---------------------------------------------------------------------------
+
+    def build_graph(
+        self,
+        circuit: Circuit,
+        *,
+        seed_parameters: ParameterValues = None,
+        only_rotate_len_k: int | None = None,
+    ) -> None:
+        """Append ``circuit`` to the replayable graph.
+
+        Heisenberg: the new gates act *before* the recorded ones on the state, and their
+        parameters come first in the vector; Schrödinger: after, and last. With a seed
+        (``seed_parameters``, the full post-call vector; or the circuit's own parameters on
+        the first build) truncation is coefficient-informed, otherwise structural.
+        """
+        self._check_state_and_width(circuit)
+        k = self._check_only_rotate(only_rotate_len_k)
+        self._check_family(circuit)
+        spec = self._circuit_arrays(circuit)
+        if seed_parameters is not None:
+            seed: list[float] | None = parameter_list(seed_parameters)
+        elif self._engine.graph_layers == 0 and len(circuit.parameters) > 0:
+            seed = list(circuit.parameters)
+        else:
+            seed = None
+        self._engine.build_graph(*spec, seed, k)
+
+    def propagate(self, circuit: Circuit, *, only_rotate_len_k: int | None = None) -> None:
+        """Evolve the operand through ``circuit`` at its bound parameters; records no graph."""
+        k = self._check_only_rotate(only_rotate_len_k)
+        self._check_state_and_width(circuit)
+        self._check_family(circuit)
+        spec = self._circuit_arrays(circuit)
+        self._engine.propagate(*spec, list(circuit.parameters), k)
+
+    @classmethod
+    def from_circuit(cls, circuit: Circuit, initial_operator: Any, **config: Any):
+        """Construct with ``circuit.initial_state`` and propagate ``circuit`` once.
+
+        >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
+        >>> c = Circuit([ExpGate(PauliOperator({"X": 1}, 2))], 2, parameters=[0.3])
+        >>> p = PauliPropagator.from_circuit(c, PauliOperator({"ZZ": 1}, 2), cutoff=4)
+        >>> round(p.expectation_value(), 12)
+        0.82533561491
+        """
+        propagator = cls(initial_operator, list(circuit.initial_state), **config)
+        propagator.propagate(circuit)
+        return propagator
+
+    def _check_state_and_width(self, circuit: Circuit) -> None:
+        if not isinstance(circuit, Circuit):
+            raise TypeError(f"expected a monoprop Circuit; got {type(circuit).__name__}.")
+        if circuit._state_given and set(circuit.initial_state) != set(self._initial_state):
+            raise ValueError(
+                f"Circuit initial_state {list(circuit.initial_state)} does not match the "
+                f"propagator's initial state {list(self._initial_state)}; build the circuit "
+                "without initial_state or with the same one."
+            )
+        if circuit.system_size != self.num_modes:
+            raise ValueError(
+                f"Circuit system_size {circuit.system_size} does not match propagator width "
+                f"{self.num_modes}."
+            )
+
+    def _check_only_rotate(self, k: int | None) -> int | None:
+        if k is None:
+            return None
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 < k <= 2 * self.num_modes:
+            raise ValueError(
+                f"only_rotate_len_k={k} is out of range; must be 0 < k <= 2*num_qubits "
+                f"(= {2 * self.num_modes})."
+            )
+        return int(k)
+
+    def _circuit_arrays(self, circuit: Circuit) -> tuple:
+        gates = list(circuit)
+        keys, g, mapping, gate_indices = expand_monomials(
+            gates, list(circuit.resolved_mapping), self.num_modes
+        )
+        slots, offsets = pack(keys)
+        h = self._layer_coefficients(np.asarray(g, dtype=np.float64))
+        return (
+            slots,
+            offsets,
+            h,
+            np.asarray(mapping, dtype=np.int32),
+            np.asarray(gate_indices, dtype=np.int32),
+            circuit.n_parameters,
+            len(gates),
+        )
+
+    def _layer_coefficients(self, g: np.ndarray) -> np.ndarray:
+        """Engine coefficient ``h`` of ``exp(+iθ h M)`` from the structural ``g`` (API 2.5)."""
+        return g
+
+    # -- evaluation -------------------------------------------------------------------------
+
+    def expectation_value(self, parameters: ParameterValues = None) -> float:
+        """Expectation value at ``parameters`` (the graph's parameter vector)."""
+        return self._engine.expectation_value(parameter_list(parameters))
+
+    def expectation_value_and_gradient(
+        self, parameters: ParameterValues = None
+    ) -> tuple[float, np.ndarray]:
+        """Value and full gradient from one forward and one reverse sweep of the graph."""
+        return self._engine.expectation_value_and_gradient(parameter_list(parameters))
+
+    def gradient(self, parameters: ParameterValues = None) -> np.ndarray:
+        """Gradient with respect to the graph's parameter vector."""
+        return self.expectation_value_and_gradient(parameters)[1]
+
+    expval = expectation_value
+    expval_and_grad = expectation_value_and_gradient
+    grad = gradient
+
+    def expectation_value_functional(
+        self, pare_threshold: float | None = None
+    ) -> Callable[[ParameterValues], float]:
+        """A callable ``fn(parameters) -> float`` bound to the current graph and operator."""
+        check = self._functional_guard()
+        engine, pare = self._engine, _pare(pare_threshold)
+
+        def expectation_value(parameters: ParameterValues = None) -> float:
+            check()
+            return engine.expectation_value(parameter_list(parameters), pare)
+
+        return expectation_value
+
+    def expectation_value_and_gradient_functional(
+        self, pare_threshold: float | None = None
+    ) -> Callable[[ParameterValues], tuple[float, np.ndarray]]:
+        """A callable ``fn(parameters) -> (value, gradient)`` bound to the current graph."""
+        check = self._functional_guard()
+        engine, pare = self._engine, _pare(pare_threshold)
+
+        def expectation_value_and_gradient(parameters: ParameterValues = None):
+            check()
+            return engine.expectation_value_and_gradient(parameter_list(parameters), pare)
+
+        return expectation_value_and_gradient
+
+    expval_functional = expectation_value_functional
+    expval_and_grad_functional = expectation_value_and_gradient_functional
+
+    def _functional_guard(self) -> Callable[[], None]:
+        engine = self._engine
+        generation, layers = engine.generation, engine.graph_layers
+
+        def check() -> None:
+            if engine.generation != generation:
+                raise RuntimeError(
+                    "MP object has been modified since the functional was created. Previous "
+                    f"number of graph layers was {layers} and now is {engine.graph_layers}. "
+                    "Create a new functional."
+                )
+
+        return check
+
+    # -- contraction and read-out -----------------------------------------------------------
+
+    def contract_partially(
+        self, parameters: ParameterValues = None, *, inplace: bool = True
+    ) -> np.ndarray:
+        """Fold the graph at ``parameters`` into the operand; return its Hermitian-basis coefficients."""
+        return self._engine.contract(parameter_list(parameters), bool(inplace))
+
+    def evolved_operator(self, parameters: ParameterValues = None, *, atol: float = 1e-12) -> OperatorT:
+        """The evolved operator (Heisenberg) or state ``2^n ρ(θ)`` (Schrödinger)."""
+        slots, offsets, h = self._engine.evolved_terms(parameter_list(parameters), float(atol))
+        from ._terms import unpack
+
+        return self._make_operator(unpack(slots, offsets), h)
+
+    def evolved_operator_coefficients(
+        self, terms: Sequence[Any], parameters: ParameterValues = None
+    ) -> np.ndarray:
+        """Coefficients of the requested terms (0 where absent), in request order."""
+        keys = self._term_keys(terms)
+        slots, offsets = pack(keys)
+        h = self._engine.coefficients_of(slots, offsets, parameter_list(parameters))
+        return self._bare_coefficients(keys, h)
+
+    def update_initial_operator(self, new_operator: Any) -> None:
+        """Heisenberg: reset the observable's coefficients; Schrödinger: replace the observable."""
+        keys, h, n = self._operator_terms(new_operator)
+        if n != self.num_modes:
+            raise ValueError(
+                f"the new operator acts on {n} {self._unit}s but the propagator on "
+                f"{self.num_modes}; build it with the propagator's width."
+            )
+        slots, offsets = pack(keys)
+        self._engine.update_initial_operator(slots, offsets, h)
+
+    # -- introspection ----------------------------------------------------------------------
+
+    def size(self) -> int:
+        """Number of monomials held (Heisenberg: without the identity term)."""
+        return self._engine.size()
+
+    def graph_size(self) -> tuple[int, int]:
+        """``(n_cos_only, n_cycles)`` of the recorded graph."""
+        return tuple(self._engine.graph_size())
+
+    def memory(self) -> dict[str, int]:
+        """Bytes held, by kind: ``terms``, ``index``, ``graph``, ``buffers``."""
+        return dict(self._engine.memory())
+
+    @property
+    def graph_layers(self) -> int:
+        return self._engine.graph_layers
+
+    @property
+    def n_gates(self) -> int:
+        return self._engine.n_gates
+
+    @property
+    def n_parameters(self) -> int:
+        return self._engine.n_parameters
+
+    @property
+    def parameter_mapping(self) -> list[int]:
+        return list(self._engine.parameter_mapping())
+
+    @parameter_mapping.setter
+    def parameter_mapping(self, mapping: Sequence[int]) -> None:
+        mapping = [int(x) for x in mapping]
+        layers, gates = self.graph_layers, self.n_gates
+        if len(mapping) == layers:
+            per_layer = mapping
+        elif len(mapping) == gates:
+            per_layer = [mapping[g] for g in self._engine.layer_gates()]
+        else:
+            raise ValueError(
+                f"parameter_mapping has {len(mapping)} entries; expected {layers} (per graph "
+                f"layer) or {gates} (per gate)."
+            )
+        validate_parameter_mapping(per_layer, layers, "graph layers")
+        self._engine.set_parameter_mapping(per_layer)
+
+    @property
+    def num_modes(self) -> int:
+        return self._engine.num_modes
+
+    @property
+    def schrodinger(self) -> bool:
+        return self._engine.schrodinger
+
+    @property
+    def cutoff(self) -> int:
+        return self._engine.cutoff
+
+    @cutoff.setter
+    def cutoff(self, value: int) -> None:
+        self._engine.cutoff = cutoff_value(value)
+
+    @property
+    def lower_atol(self) -> float | None:
+        return self._engine.lower_atol
+
+    @lower_atol.setter
+    def lower_atol(self, value: float | None) -> None:
+        value = optional_atol(value, "lower_atol")
+        upper = self._engine.upper_atol
+        if value is not None and upper is not None and value > upper:
+            raise RuntimeError(
+                f"New lower_atol ({value!r}) must be less than or equal to current upper_atol "
+                f"({upper!r})."
+            )
+        self._engine.lower_atol = value
+
+    @property
+    def upper_atol(self) -> float | None:
+        return self._engine.upper_atol
+
+    @upper_atol.setter
+    def upper_atol(self, value: float | None) -> None:
+        value = optional_atol(value, "upper_atol")
+        lower = self._engine.lower_atol
+        if value is not None and lower is not None and value < lower:
+            raise RuntimeError(
+                f"New upper_atol ({value!r}) must be greater than or equal to current lower_atol "
+                f"({lower!r})."
+            )
+        self._engine.upper_atol = value
+
+    # -- copies -----------------------------------------------------------------------------
+
+    def __copy__(self):
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)  # shares the engine
+        return clone
+
+    def __deepcopy__(self, memo: dict):
+        clone = object.__new__(type(self))
+        for name, value in self.__dict__.items():
+            clone.__dict__[name] = value.clone() if name == "_engine" else copy.deepcopy(value, memo)
+        return clone
+
+    def __repr__(self) -> str:
+        picture = "Schrodinger" if self.schrodinger else "Heisenberg"
+        return (
+            f"{type(self).__name__}({self.num_modes} {self._unit}s, {picture}, size={self.size()}, "
+            f"graph_layers={self.graph_layers}, n_parameters={self.n_parameters})"
+        )
+
+
+def _pare(threshold: float | None) -> float:
+    if threshold is None:
+        return 0.0
+    value = optional_atol(threshold, "pare_threshold")
+    if value < 0:
+        raise ValueError(f"pare_threshold must be >= 0; got {threshold!r}.")
+    return value
+
+
+def _check_comm(comm: Any) -> None:
+    """Without MPI in the build only a single-rank communicator (or None) makes sense."""
+    if comm is None:
+        return
+    size = comm.Get_size() if hasattr(comm, "Get_size") else None
+    if size == 1:
+        return
+    raise RuntimeError(
+        f"comm={comm!r} spans {size} ranks but this monoprop build has no MPI "
+        "(monoprop.has_mpi is False); pass comm=None, or rebuild with "
+        "-C cmake.define.MONOPROP_MPI=ON."
+    )

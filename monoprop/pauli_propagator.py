@@ -1,0 +1,104 @@
+"""Pauli (qubit) front-end of the propagation engine."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._terms import slots_to_pauli
+from .circuit import Circuit
+from .monomial_propagator import MonomialPropagator
+from .pauli import Pauli, PauliOperator
+
+__all__ = ["PauliPropagator"]
+
+
+class PauliPropagator(MonomialPropagator[PauliOperator]):
+    """Propagates a Pauli observable through circuits of Pauli rotations ``exp(+iθ P)``.
+
+    ``initial_state`` lists the qubits in ``|1>``. ``cutoff`` bounds the Pauli weight of new
+    terms (terms that are products of Z's are always kept); see API §5.10.
+
+    >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
+    >>> prop = PauliPropagator(PauliOperator({"ZZ": 1}, 2), [], cutoff=4)
+    >>> prop.build_graph(Circuit([ExpGate(PauliOperator({"X": 1}, 2))], 2))
+    >>> value, grad = prop.expectation_value_and_gradient([0.3])
+    >>> round(value, 12), round(float(grad[0]), 12)    # cos(0.6), -2 sin(0.6)
+    (0.82533561491, -1.12928494679)
+    """
+
+    _family = "pauli"
+    _unit = "qubit"
+
+    def __init__(
+        self,
+        initial_operator: PauliOperator,
+        initial_state: Sequence[int],
+        *,
+        cutoff: int,
+        schrodinger_cutoff: int | None = None,
+        lower_atol: float | None = None,
+        upper_atol: float | None = None,
+        comm: Any = None,
+    ) -> None:
+        super().__init__(
+            initial_operator,
+            initial_state,
+            cutoff=cutoff,
+            schrodinger_cutoff=schrodinger_cutoff,
+            cutoff_type="support",
+            lower_atol=lower_atol,
+            upper_atol=upper_atol,
+            comm=comm,
+        )
+
+    def _operator_terms(self, operator: Any):
+        local = operator.get_local_operator()  # a MajoranaOperator has none: AttributeError
+        keys = list(local.terms)
+        h = np.real(np.asarray(list(local.terms.values()), dtype=np.complex128))
+        return keys, np.ascontiguousarray(h, dtype=np.float64), operator.num_qubits
+
+    def _make_operator(self, keys, h) -> PauliOperator:
+        values = (np.round(np.asarray(h, dtype=np.float64), 12) + 0.0).tolist()
+        terms = {Pauli(*slots_to_pauli(key), skip_validation=True): v for key, v in zip(keys, values, strict=True)}
+        return PauliOperator(terms, self.num_modes)
+
+    def _term_keys(self, terms: Sequence[Any]) -> list[tuple[int, ...]]:
+        slots_of = {"X": (0,), "Y": (1,), "Z": (0, 1)}
+        keys = []
+        for term in terms:
+            if not isinstance(term, Pauli):
+                raise TypeError(f"terms must be Pauli objects; got {term!r} ({type(term).__name__}).")
+            key: list[int] = []
+            for letter, qubit in zip(term.string, term.qubits, strict=True):
+                if qubit >= self.num_modes:
+                    raise RuntimeError(
+                        f"Pauli index {qubit} is out of range; must be less than {self.num_modes}."
+                    )
+                key.extend(2 * qubit + s for s in slots_of[letter])
+            keys.append(tuple(sorted(key)))
+        return keys
+
+    def _bare_coefficients(self, keys, h) -> np.ndarray:
+        return (np.round(np.asarray(h, dtype=np.float64), 12) + 0.0).astype(np.complex128)
+
+    def _check_family(self, circuit: Circuit) -> None:
+        if circuit.family == "majorana":
+            raise TypeError(
+                "PauliPropagator cannot apply a circuit of Majorana gates; use MajoranaPropagator "
+                "(the observable can be given as a PauliOperator there, JW-mapped)."
+            )
+
+    def _schrodinger_slots(self, schrodinger_cutoff: int) -> int:
+        return 2 * schrodinger_cutoff  # counted in qubits, two slots each
+
+    @property
+    def num_qubits(self) -> int:
+        return self.num_modes
+
+    @property
+    def cutoff_type(self) -> str:
+        """Always ``"support"``: the Pauli weight in qubits (read-only)."""
+        return "support"
