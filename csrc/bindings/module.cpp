@@ -92,7 +92,7 @@ PYBIND11_MODULE(_core, m) {
       R"doc(``i ** (C(w, 2) + 1)`` for ``w = len(indices)``.
 
 >>> from monoprop import antihermitian_generator_correction
->>> antihermitian_generator_correction([0, 1, 2])
+>>> antihermitian_generator_correction([0, 1])
 (-1+0j)
 )doc");
 

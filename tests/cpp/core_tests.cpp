@@ -1,0 +1,234 @@
+// C++ unit tests for the algebras, the store and the graph replay, each
+// against a slow, plainly written reference. Prints "N passed, N failed".
+#include <complex>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "monoprop/algebra.h"
+#include "monoprop/graph.h"
+#include "monoprop/store.h"
+
+using namespace monoprop;
+
+static int passed = 0, failed = 0;
+#define CHECK(cond)                                                  \
+  do {                                                               \
+    if (cond) {                                                      \
+      ++passed;                                                      \
+    } else {                                                         \
+      ++failed;                                                      \
+      std::printf("FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond);  \
+    }                                                                \
+  } while (0)
+
+using cd = std::complex<double>;
+
+// --- Majorana reference: bare products of sorted index lists -----------------
+// m_a m_b = -m_b m_a (a != b), m_a^2 = 1; returns the sign and the sorted result.
+static int bare_product(std::vector<int> seq, std::vector<int>& out) {
+  int sign = 1;
+  // Bubble sort counting swaps, then cancel equal neighbours.
+  for (std::size_t i = 0; i < seq.size(); ++i)
+    for (std::size_t j = 0; j + 1 < seq.size() - i; ++j)
+      if (seq[j] > seq[j + 1]) {
+        std::swap(seq[j], seq[j + 1]);
+        sign = -sign;
+      }
+  out.clear();
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    if (i + 1 < seq.size() && seq[i] == seq[i + 1]) {
+      ++i;
+      continue;
+    }
+    out.push_back(seq[i]);
+  }
+  return sign;
+}
+static cd ipow(int k) {
+  static const cd p[4] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
+  return p[((k % 4) + 4) % 4];
+}
+static int pairs(int w) { return w * (w - 1) / 2; }
+
+template <int W>
+static Monomial<W> key_of(const std::vector<int>& s) {
+  Monomial<W> k;
+  for (int x : s) k.set(static_cast<std::uint32_t>(x));
+  return k;
+}
+
+template <int W>
+static void majorana_against_reference(int slots, std::mt19937& rng) {
+  std::bernoulli_distribution coin(0.3);
+  for (int trial = 0; trial < 400; ++trial) {
+    std::vector<int> P, G;
+    for (int s = 0; s < slots; ++s) {
+      if (coin(rng)) P.push_back(s);
+      if (coin(rng)) G.push_back(s);
+    }
+    std::vector<int> PG, GP, R;
+    std::vector<int> cat = P;
+    cat.insert(cat.end(), G.begin(), G.end());
+    const int s1 = bare_product(cat, PG);
+    cat = G;
+    cat.insert(cat.end(), P.begin(), P.end());
+    const int s2 = bare_product(cat, GP);
+    // Hermitian basis: M = i^{C(w,2)} m. Anticommute iff M_P M_G = -M_G M_P.
+    const bool anti = s1 == -s2;
+    // i M_P M_G = i * i^{C(p)+C(g)} * s1 * m_R = i^{1+C(p)+C(g)-C(r)} * s1 * M_R
+    const cd phase = ipow(1 + pairs(P.size()) + pairs(G.size()) - pairs(PG.size())) * double(s1);
+    const MajoranaAlgebra::Generator<W> gen(key_of<W>(G));
+    const int got = MajoranaAlgebra::rotation_sign(key_of<W>(P), gen);
+    if (!anti) {
+      CHECK(got == 0);
+    } else {
+      CHECK(std::abs(phase.imag()) < 1e-12);
+      CHECK(got == (phase.real() > 0 ? 1 : -1));
+    }
+  }
+}
+
+// --- Pauli reference: single-qubit products ----------------------------------
+// letter 0=I 1=X 2=Y 3=Z; XY = iZ etc.
+static cd letter_product(int a, int b, int& out) {
+  if (a == 0) { out = b; return 1; }
+  if (b == 0) { out = a; return 1; }
+  if (a == b) { out = 0; return 1; }
+  out = 6 - a - b;
+  return ((b - a + 3) % 3 == 1) ? cd(0, 1) : cd(0, -1);
+}
+template <int W>
+static Monomial<W> pauli_key(const std::vector<int>& letters) {
+  Monomial<W> k;
+  for (std::size_t q = 0; q < letters.size(); ++q) {
+    const int l = letters[q];
+    if (l == 1 || l == 3) k.set(2 * q);
+    if (l == 2 || l == 3) k.set(2 * q + 1);
+  }
+  return k;
+}
+template <int W>
+static void pauli_against_reference(int qubits, std::mt19937& rng) {
+  std::uniform_int_distribution<int> letter(0, 3);
+  for (int trial = 0; trial < 400; ++trial) {
+    std::vector<int> P(qubits), G(qubits), R(qubits);
+    for (int q = 0; q < qubits; ++q) P[q] = letter(rng), G[q] = letter(rng);
+    cd pg = 1, gp = 1;
+    int tmp;
+    for (int q = 0; q < qubits; ++q) {
+      pg *= letter_product(P[q], G[q], R[q]);
+      gp *= letter_product(G[q], P[q], tmp);
+    }
+    const bool anti = std::abs(pg + gp) < 1e-12;
+    const PauliAlgebra::Generator<W> gen(pauli_key<W>(G));
+    const int got = PauliAlgebra::rotation_sign(pauli_key<W>(P), gen);
+    CHECK((pauli_key<W>(P) ^ pauli_key<W>(G)) == pauli_key<W>(R));
+    if (!anti) {
+      CHECK(got == 0);
+    } else {
+      const cd phase = cd(0, 1) * pg;
+      CHECK(got == (phase.real() > 0 ? 1 : -1));
+    }
+  }
+}
+
+static void test_reference_overlap() {
+  // Majorana: i m0 m1 = -Z0, so <vac| M_{01} |vac> = -1 and <1| .. |1> = +1.
+  Monomial<1> occ;
+  CHECK(MajoranaAlgebra::reference_overlap(key_of<1>({0, 1}), occ) == -1.0);
+  occ.set(0);
+  CHECK(MajoranaAlgebra::reference_overlap(key_of<1>({0, 1}), occ) == 1.0);
+  // M_{0123} = Z0 Z1; with mode 0 occupied: -1.
+  CHECK(MajoranaAlgebra::reference_overlap(key_of<1>({0, 1, 2, 3}), occ) == -1.0);
+  CHECK(MajoranaAlgebra::reference_overlap(key_of<1>({0, 2}), occ) == 0.0);
+  // Pauli Z0 Z1 (slots 0,1,2,3) with qubit 0 in |1>: -1.
+  CHECK(PauliAlgebra::reference_overlap(key_of<1>({0, 1, 2, 3}), occ) == -1.0);
+  CHECK(PauliAlgebra::reference_overlap(key_of<1>({0}), occ) == 0.0);
+}
+
+static void test_store_and_ceiling() {
+  Store<2> store;
+  std::mt19937 rng(7);
+  std::vector<Monomial<2>> added;
+  for (int i = 0; i < 5000; ++i) {
+    Monomial<2> k;
+    k.words[0] = rng();
+    k.words[1] = rng() & 0xFF;
+    if (store.find(k) != Store<2>::kEmpty) continue;
+    store.reserve_for(1);
+    CHECK(store.append(k) == added.size());
+    added.push_back(k);
+  }
+  bool all_found = true;
+  for (std::size_t i = 0; i < added.size(); ++i) all_found &= store.find(added[i]) == i;
+  CHECK(all_found);
+  store.truncate(100);
+  CHECK(store.size() == 100);
+  CHECK(store.find(added[150]) == Store<2>::kEmpty);
+  CHECK(store.find(added[50]) == 50);
+
+  // The same code path with an 8-bit index: 255 terms fit, the 256th is refused
+  // before anything changes.
+  Store<1, std::uint8_t> small;
+  for (std::uint64_t i = 1; i <= 255; ++i) {
+    Monomial<1> k;
+    k.words[0] = i;
+    small.reserve_for(1);
+    small.append(k);
+  }
+  bool refused = false;
+  try {
+    small.reserve_for(1);
+  } catch (const ShardCeilingError& e) {
+    refused = std::string(e.what()).find("at most 255") != std::string::npos;
+  }
+  CHECK(refused);
+  CHECK(small.size() == 255);
+  Monomial<1> last;
+  last.words[0] = 255;
+  CHECK(small.find(last) == 254);
+}
+
+// Replay gradient against central finite differences on a hand-made graph.
+static void test_replay_gradient() {
+  Graph g(3);
+  g[0] = {0, 0, 2.0, {0, 1}, {1}, {0, 2}, {-1}, {}};
+  g[1] = {1, 1, -1.4, {1, 2}, {-1}, {}, {}, {0}};
+  g[2] = {0, 2, 0.6, {0, 2}, {1}, {1, 3}, {1}, {}};
+  const std::vector<double> c0 = {0.7, -0.3, 0.0, 0.2};
+  const std::vector<double> w = {1.0, -0.5, 0.25, 2.0};
+  auto value = [&](const std::vector<double>& th) {
+    std::vector<double> c = c0;
+    replay_forward(g, th.data(), c, nullptr);
+    double f = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) f += w[i] * c[i];
+    return f;
+  };
+  const std::vector<double> theta = {0.37, -0.81};
+  std::vector<double> c = c0, tape, lambda = w, grad(2, 0.0);
+  replay_forward(g, theta.data(), c, &tape);
+  replay_adjoint(g, theta.data(), tape, lambda, grad.data());
+  for (int p = 0; p < 2; ++p) {
+    auto hi = theta, lo = theta;
+    hi[p] += 1e-6;
+    lo[p] -= 1e-6;
+    CHECK(std::abs((value(hi) - value(lo)) / 2e-6 - grad[p]) < 1e-7);
+  }
+}
+
+int main() {
+  std::mt19937 rng(12345);
+  majorana_against_reference<1>(12, rng);
+  majorana_against_reference<2>(128, rng);
+  majorana_against_reference<4>(200, rng);
+  pauli_against_reference<1>(5, rng);
+  pauli_against_reference<2>(64, rng);
+  pauli_against_reference<4>(100, rng);
+  test_reference_overlap();
+  test_store_and_ceiling();
+  test_replay_gradient();
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
