@@ -92,18 +92,25 @@ struct PauliAlgebra {
   template <int W>
   struct Generator {
     Monomial<W> bits;
+    // Only the words the generator touches matter: elsewhere one side is I.
     std::array<Letters, W> l;
+    std::array<int, W> active;
+    int n_active = 0;
     explicit Generator(const Monomial<W>& g) : bits(g) {
-      for (int k = 0; k < W; ++k) l[k] = letters(g.words[k]);
+      for (int k = 0; k < W; ++k) {
+        if (g.words[k] == 0) continue;
+        l[n_active] = letters(g.words[k]);
+        active[n_active++] = k;
+      }
     }
   };
 
   template <int W>
   static int rotation_sign(const Monomial<W>& p, const Generator<W>& g) {
     int cyclic = 0, anticyclic = 0;
-    for (int k = 0; k < W; ++k) {
-      const Letters a = letters(p.words[k]);
-      const Letters& b = g.l[k];
+    for (int w = 0; w < g.n_active; ++w) {
+      const Letters a = letters(p.words[g.active[w]]);
+      const Letters& b = g.l[w];
       // XY = iZ, YZ = iX, ZX = iY; the reverse orders give -i.
       cyclic += std::popcount((a.x & b.y) | (a.y & b.z) | (a.z & b.x));
       anticyclic += std::popcount((a.y & b.x) | (a.z & b.y) | (a.x & b.z));

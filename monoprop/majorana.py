@@ -1,0 +1,266 @@
+"""Majorana monomials and operators (sums of bare sorted Majorana products).
+
+Representation. ``MajoranaOperator.terms`` maps a sorted index tuple
+``S = (s1 < s2 < ... < sw)`` to the complex coefficient ``c_S`` of the *bare* product
+``m_{s1} m_{s2} ... m_{sw}``. Indices are 0-based: mode ``j`` owns ``m_{2j}`` and
+``m_{2j+1}``. A Hermitian operator has real ``c_S`` on weights 0, 1 (mod 4) and
+imaginary ``c_S`` on weights 2, 3 (mod 4); e.g. ``{(0, 1): 1j}`` is ``-Z_0``.
+
+Keys given in any order are canonicalised with :meth:`Majorana.from_unsorted`
+(``m_i m_j = -m_j m_i`` for ``i != j`` and ``m_i**2 = 1``); colliding keys are summed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+import operator
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from monoprop.conversion_utils import check_same_size, is_scalar, sort_with_parity
+from monoprop.utils import _validate_system_size
+
+__all__ = ["Majorana", "MajoranaOperator"]
+
+_REPR_MAX_TERMS = 8
+
+
+def _check_non_negative(indices: tuple) -> None:
+    if any(i < 0 for i in indices):
+        raise ValueError(
+            f"Majorana indices must be non-negative; got {indices}. "
+            f"Mode j owns indices 2j and 2j+1, starting at 0."
+        )
+
+
+class Majorana:
+    """A canonical Majorana monomial ``m_{i1} m_{i2} ... m_{iw}`` with ``i1 < ... < iw``.
+
+    ``Majorana()`` is the identity. Use :meth:`from_unsorted` for indices in any order.
+
+    >>> Majorana(4, 5)
+    Majorana(4, 5)
+    >>> Majorana.from_unsorted(5, 4, 1)
+    (Majorana(1, 4, 5), -1.0)
+    """
+
+    __slots__ = ("indices",)
+
+    def __init__(self, *indices: int, skip_validation: bool = False) -> None:
+        if not skip_validation:
+            _check_non_negative(indices)
+            if any(a >= b for a, b in itertools.pairwise(indices)):
+                raise ValueError(
+                    f"Majorana indices must be distinct and sorted; got {indices}. "
+                    f"Use Majorana.from_unsorted(*indices) to canonicalise with a sign."
+                )
+        self.indices = tuple(indices)
+
+    @classmethod
+    def from_unsorted(cls, *indices: int) -> tuple[Majorana, float]:
+        """Canonicalise a product of Majoranas given in any order.
+
+        Returns ``(Majorana, sign)`` with ``sign = (-1)**(strict inversions)`` as a
+        float; equal indices cancel in pairs (``m_i**2 = 1``).
+
+        >>> Majorana.from_unsorted(1, 2, 1)
+        (Majorana(2), -1.0)
+        """
+        ints = tuple(operator.index(i) for i in indices)
+        _check_non_negative(ints)
+        ordered, parity = sort_with_parity(ints)
+        # After sorting, equal factors are adjacent: each pair squares to 1 with no sign.
+        kept = tuple(i for i, run in itertools.groupby(ordered) if len(list(run)) % 2)
+        return cls(*kept, skip_validation=True), (-1.0 if parity else 1.0)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Majorana):
+            return NotImplemented
+        return self.indices == other.indices
+
+    def __hash__(self) -> int:
+        return hash(self.indices)
+
+    def __repr__(self) -> str:
+        return f"Majorana({', '.join(str(i) for i in self.indices)})"
+
+
+def _key_indices(key: object) -> tuple:
+    """The raw index tuple of a ``MajoranaOperator`` key (Majorana or index sequence)."""
+    if isinstance(key, Majorana):
+        return key.indices
+    if isinstance(key, Sequence | np.ndarray) and not isinstance(key, str | bytes):
+        return tuple(key)
+    raise TypeError(
+        f"MajoranaOperator keys must be Majorana objects or index sequences; got "
+        f"{key!r} ({type(key).__name__}). Write a single Majorana m_3 as (3,)."
+    )
+
+
+class MajoranaOperator:
+    """A sum of bare sorted Majorana products with complex coefficients.
+
+    ``terms`` maps index tuples to Python ``complex``; ``num_modes`` n allows indices
+    ``0 .. 2n-1``. Exact zeros are kept. Supports ``+``, ``-``, scalar ``*`` and ``/``,
+    and the operator product ``*`` / ``@`` (signs from :meth:`Majorana.from_unsorted`).
+
+    >>> op = MajoranaOperator({(1, 0): 1.0, (2, 3): -0.5j}, 2)
+    >>> op
+    MajoranaOperator(2 terms, 2 modes: (-1+0j)*[0, 1], -0.5j*[2, 3])
+    >>> (op * op).terms
+    {(): (-0.75+0j), (0, 1, 2, 3): 1j}
+    """
+
+    __hash__ = None  # mutable value object
+    __array_ufunc__ = None  # let numpy scalars defer to our __rmul__
+
+    def __init__(
+        self,
+        terms: Mapping[object, numbers.Number],
+        num_modes: int,
+        *,
+        skip_validation: bool = False,
+    ) -> None:
+        if not isinstance(terms, Mapping):
+            raise TypeError(
+                f"MajoranaOperator terms must be a mapping {{indices: coefficient}}; got "
+                f"{type(terms).__name__}. Use MajoranaOperator._from_terms for parallel lists."
+            )
+        self._init(terms.items(), num_modes, check_range=not skip_validation)
+
+    def _init(
+        self, pairs: Iterable[tuple[object, numbers.Number]], num_modes: int, *, check_range: bool
+    ) -> None:
+        self.num_modes = _validate_system_size(num_modes, argument_name="num_modes")
+        limit = 2 * self.num_modes
+        terms: dict[tuple[int, ...], complex] = {}
+        for key, value in pairs:
+            raw = _key_indices(key)
+            majorana, sign = Majorana.from_unsorted(*raw)
+            if check_range and raw and max(raw) >= limit:
+                raise ValueError(
+                    f"Majorana term {raw} acts on an index >= num_modes={self.num_modes} "
+                    f"covers (largest index {max(raw)} must be < 2*num_modes = {limit}). "
+                    f"Increase num_modes or fix the term."
+                )
+            # Starting the sum at 0j also turns -0.0 parts into 0.0 (cleaner reprs).
+            terms[majorana.indices] = terms.get(majorana.indices, 0j) + complex(value) * sign
+        self.terms = terms
+
+    @classmethod
+    def _from_terms(
+        cls, majoranas: Sequence[object], coefficients: Sequence[numbers.Number], num_modes: int
+    ) -> MajoranaOperator:
+        """Build from parallel lists, canonicalising and summing collisions; no range check."""
+        op = cls.__new__(cls)
+        op._init(zip(majoranas, coefficients, strict=True), num_modes, check_range=False)
+        return op
+
+    def get_majorana_operator(self) -> MajoranaOperator:
+        """Return ``self`` (the :class:`~monoprop.quantum_data.IQuantumOperator` protocol)."""
+        return self
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def __repr__(self) -> str:
+        head = f"MajoranaOperator({len(self)} terms, {self.num_modes} modes"
+        if 0 < len(self) <= _REPR_MAX_TERMS:
+            head += ": " + ", ".join(f"{c}*{list(k)}" for k, c in self.terms.items())
+        return head + ")"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MajoranaOperator):
+            return NotImplemented
+        return self.num_modes == other.num_modes and self.terms == other.terms
+
+    def isclose(self, other: MajoranaOperator, rtol: float = 1e-05, atol: float = 1e-8) -> bool:
+        """Coefficient-wise ``numpy.isclose`` over the union of keys (missing = 0).
+
+        Different ``num_modes`` compare as not close.
+        """
+        if not isinstance(other, MajoranaOperator):
+            raise TypeError(
+                f"Cannot compare MajoranaOperator with {type(other).__name__}; "
+                f"convert it first (e.g. other.get_majorana_operator())."
+            )
+        if self.num_modes != other.num_modes:
+            return False
+        keys = self.terms.keys() | other.terms.keys()
+        mine = np.array([self.terms.get(k, 0j) for k in keys], dtype=complex)
+        theirs = np.array([other.terms.get(k, 0j) for k in keys], dtype=complex)
+        return bool(np.all(np.isclose(mine, theirs, rtol=rtol, atol=atol)))
+
+    def all_pairwise_commute(self) -> bool:
+        """True iff every pair of monomials commutes.
+
+        Monomials with supports S1, S2 commute iff ``|S1|*|S2| - |S1 & S2|`` is even.
+        """
+        if len(self) < 2:
+            return True
+        width = 1 + max((max(k) for k in self.terms if k), default=0)
+        # float64 so the matmul uses BLAS; the counts (<= width) are exact integers.
+        support = np.zeros((len(self), width))
+        for row, key in enumerate(self.terms):
+            support[row, list(key)] = 1
+        weights = support.sum(axis=1)
+        shared = support @ support.T
+        return not np.any((np.outer(weights, weights) - shared).astype(np.int64) % 2)
+
+    # ---- arithmetic (extension) -------------------------------------------------------
+
+    def _combine(self, other: MajoranaOperator, sign: float, verb: str) -> MajoranaOperator:
+        check_same_size(self, other, self.num_modes, other.num_modes, "modes", verb)
+        keys = [*self.terms, *other.terms]
+        coeffs = [*self.terms.values(), *(sign * c for c in other.terms.values())]
+        return MajoranaOperator._from_terms(keys, coeffs, self.num_modes)
+
+    def _scaled(self, factor: numbers.Number) -> MajoranaOperator:
+        coeffs = [factor * c for c in self.terms.values()]
+        return MajoranaOperator._from_terms(list(self.terms), coeffs, self.num_modes)
+
+    def _product(self, other: MajoranaOperator) -> MajoranaOperator:
+        check_same_size(self, other, self.num_modes, other.num_modes, "modes", "multiply")
+        # Concatenated keys are canonicalised (with their reordering sign) by _from_terms.
+        keys, coeffs = [], []
+        for (ka, ca), (kb, cb) in itertools.product(self.terms.items(), other.terms.items()):
+            keys.append(ka + kb)
+            coeffs.append(ca * cb)
+        return MajoranaOperator._from_terms(keys, coeffs, self.num_modes)
+
+    def __add__(self, other: object) -> MajoranaOperator:
+        if not isinstance(other, MajoranaOperator):
+            return NotImplemented
+        return self._combine(other, 1.0, "add")
+
+    def __sub__(self, other: object) -> MajoranaOperator:
+        if not isinstance(other, MajoranaOperator):
+            return NotImplemented
+        return self._combine(other, -1.0, "subtract")
+
+    def __neg__(self) -> MajoranaOperator:
+        return self._scaled(-1)
+
+    def __mul__(self, other: object) -> MajoranaOperator:
+        if isinstance(other, MajoranaOperator):
+            return self._product(other)
+        if is_scalar(other):
+            return self._scaled(other)
+        return NotImplemented
+
+    def __rmul__(self, other: object) -> MajoranaOperator:
+        if is_scalar(other):
+            return self._scaled(other)
+        return NotImplemented
+
+    def __matmul__(self, other: object) -> MajoranaOperator:
+        if not isinstance(other, MajoranaOperator):
+            return NotImplemented
+        return self._product(other)
+
+    def __truediv__(self, other: object) -> MajoranaOperator:
+        if not is_scalar(other):
+            return NotImplemented
+        return self._scaled(1 / other)
