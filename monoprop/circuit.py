@@ -1,0 +1,523 @@
+"""Gates and circuits: what a propagator applies to an operator.
+
+A gate is ``ExpGate(H, index)``: the unitary ``U = exp(+i θ H)`` for a Hermitian generator
+``H`` whose terms pairwise commute, at an angle ``θ`` taken from the circuit's parameter vector.
+A ``Circuit`` lists gates in *application order* (first gate acts first on the state) together
+with the system size, optional bound angles and an optional reference state.
+
+Parameter sharing has exactly one mechanism: the gate's ``index`` (its slot in the parameter
+vector). Gates that share an index share one angle.
+
+The engine consumes circuits as flat per-layer lists (``expand_monomials``): one layer per
+generator term, with a *structural* coefficient ``g`` (API §2.5). For a Majorana monomial of
+weight ``w`` with Hermitian bare coefficient ``c``::
+
+    g = -c / i**C(w, 2)        equivalently        c = -g * i**C(w, 2)
+
+e.g. ``c = 1j`` on ``(4, 5)`` is ``g = -1``; ``c = 0.7`` on ``(0, 1, 2, 3)`` is ``g = 0.7``.
+Pauli generators use their real Pauli coefficients unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Literal
+
+from .majorana import Majorana, MajoranaOperator
+from .pauli import PauliOperator
+from .utils import _validate_system_size
+
+__all__ = [
+    "CircuitFamily",
+    "Circuit",
+    "ExpGate",
+    "GateFamily",
+    "expand_monomials",
+    "validate_parameter_mapping",
+]
+
+GateFamily = Literal["pauli", "majorana"]
+CircuitFamily = Literal["pauli", "majorana", "empty"]
+
+# Hermitian phase i**C(w, 2) depends on C(w, 2) mod 4 only; exact values avoid 1j**k rounding.
+_PHASES = (1, 1j, -1, -1j)
+
+# A structural coefficient must be real; this is how far off a Hermitian one may be.
+_HERMITIAN_TOL = 1e-9
+
+
+def _hermitian_phase(weight: int) -> complex:
+    """``i**C(w, 2)``: the phase that makes a bare weight-``w`` Majorana product Hermitian."""
+    return _PHASES[(weight * (weight - 1) // 2) % 4]
+
+
+class ExpGate:
+    """The gate ``exp(+i θ H)`` for a generator ``H`` made of pairwise commuting terms.
+
+    ``generator`` is a ``PauliOperator`` (family ``"pauli"``), a ``MajoranaOperator`` (family
+    ``"majorana"``) or any object with ``get_majorana_operator()`` such as a ``FermiOperator``
+    (converted, family ``"majorana"``). Terms with ``|coefficient| <= atol`` are dropped; the
+    stored ``generator`` is a new operator. ``index`` is the gate's slot in the circuit's
+    parameter vector (``None`` = one slot per gate, in order).
+
+    >>> from monoprop.pauli import PauliOperator
+    >>> gate = ExpGate(PauliOperator({"XX": 0.5, "ZZ": 1e-12}, 2), index=0)
+    >>> gate.family, gate.system_size, len(gate.generator)
+    ('pauli', 2, 1)
+    """
+
+    __slots__ = ("_atol", "_structural", "family", "generator", "index")
+    __hash__ = None  # mutable value object
+
+    def __init__(
+        self,
+        generator: Any,
+        index: int | None = None,
+        *,
+        atol: float = 1e-8,
+        _structural: bool = False,
+    ) -> None:
+        family, operator = _as_generator(generator)
+        self._atol = float(atol)
+        self._structural = bool(_structural)
+        self.family: GateFamily = family
+        self.generator = _drop_small_terms(operator, self._atol)
+        if not self.generator.all_pairwise_commute():
+            raise ValueError(
+                "The provided generator must be composed of commuting terms. "
+                f"Got {self.generator!r}; split it into one ExpGate per commuting group."
+            )
+        self.index: int | None = None if index is None else int(index)
+
+    @property
+    def system_size(self) -> int:
+        """Number of qubits (Pauli) or modes (Majorana) the generator lives on."""
+        if self.family == "pauli":
+            return self.generator.num_qubits
+        return self.generator.num_modes
+
+    @classmethod
+    def _with_index(cls, gate: ExpGate, index: int | None) -> ExpGate:
+        """Clone ``gate`` with a new ``index``, keeping its tolerance and structural flag."""
+        return cls(gate.generator, index, atol=gate._atol, _structural=gate._structural)
+
+    @classmethod
+    def _structural_gate(cls, generator: MajoranaOperator, index: int | None) -> ExpGate:
+        """A gate whose Majorana coefficients are already structural ``g`` values (§2.5)."""
+        return cls(generator, index, _structural=True)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ExpGate):
+            return NotImplemented
+        return (
+            self.family == other.family
+            and self.index == other.index
+            and self._structural == other._structural
+            and self.generator == other.generator
+        )
+
+    def __repr__(self) -> str:
+        return f"ExpGate({self.generator!r}, index={self.index!r})"
+
+
+def _as_generator(generator: Any) -> tuple[GateFamily, PauliOperator | MajoranaOperator]:
+    """Classify a user generator; only whole operators are accepted, never bare terms."""
+    # PauliOperator also has get_majorana_operator(), so it must be recognised first.
+    if isinstance(generator, PauliOperator):
+        return "pauli", generator
+    if isinstance(generator, MajoranaOperator):
+        return "majorana", generator
+    convert = getattr(generator, "get_majorana_operator", None)
+    if callable(convert):
+        converted = convert()
+        if isinstance(converted, MajoranaOperator):
+            return "majorana", converted
+    raise TypeError(
+        "ExpGate generator must be an operator (PauliOperator, MajoranaOperator, or an object "
+        "with get_majorana_operator() such as FermiOperator), not a bare term or other object; "
+        f"got {type(generator).__name__}: {generator!r}. Wrap a single term in an operator, "
+        "e.g. PauliOperator({Pauli('X', 0): 1.0}, num_qubits)."
+    )
+
+
+def _drop_small_terms(operator: Any, atol: float) -> Any:
+    """A new operator of the same type without the terms whose ``|coefficient| <= atol``."""
+    kept = {key: c for key, c in operator.terms.items() if abs(c) > atol}
+    # The source operator was validated by its own constructor; do not re-run that.
+    if isinstance(operator, PauliOperator):
+        return PauliOperator(kept, operator.num_qubits, skip_validation=True)
+    return MajoranaOperator(kept, operator.num_modes, skip_validation=True)
+
+
+def _is_identity_gate(gate: ExpGate) -> bool:
+    """True for ``exp(0) = 1``: no terms, or only exactly-zero coefficients."""
+    return all(c == 0 for c in gate.generator.terms.values())
+
+
+class Circuit:
+    """Gates in application order on ``system_size`` qubits or modes.
+
+    ``parameters`` (empty = unbound) holds one angle per parameter slot; ``initial_state``
+    lists the occupied qubits/modes of the reference product state (``None`` = leave it to the
+    propagator). Under the default mapping (no gate sets ``index``), identity gates are dropped
+    together with their angles.
+
+    >>> from monoprop.pauli import PauliOperator
+    >>> x0 = ExpGate(PauliOperator({"XI": 1.0}, 2))
+    >>> zz = ExpGate(PauliOperator({"ZZ": 0.5}, 2))
+    >>> c = Circuit([x0, zz], 2, parameters=[0.1, 0.2], initial_state=[1])
+    >>> c.family, c.resolved_mapping, c.n_parameters, c.initial_state
+    ('pauli', (0, 1), 2, (1,))
+    """
+
+    __hash__ = None  # mutable value object
+
+    def __init__(
+        self,
+        gates: Iterable[ExpGate],
+        system_size: int,
+        parameters: Iterable[float] = (),
+        initial_state: Iterable[int] | None = None,
+    ) -> None:
+        self.system_size: int = _validate_system_size(system_size, argument_name="system_size")
+        gates = list(gates)
+        _check_gates(gates, self.system_size)
+        self.parameters: tuple[float, ...] = tuple(float(p) for p in parameters)
+        self._state_given: bool = initial_state is not None
+        self.initial_state: tuple[int, ...] = _check_initial_state(initial_state, self.system_size)
+        self.gates: list[ExpGate] = gates
+        if all(g.index is None for g in gates):
+            self._drop_identity_gates()
+        self._check_parameter_count()
+
+    def _drop_identity_gates(self) -> None:
+        """Remove ``exp(0)`` gates (default mapping only), with their entries in parameters."""
+        keep = [i for i, g in enumerate(self.gates) if not _is_identity_gate(g)]
+        if len(keep) == len(self.gates):
+            return
+        if self.parameters:
+            if len(self.parameters) != len(self.gates):
+                raise ValueError(
+                    f"parameters has {len(self.parameters)} values but the circuit has "
+                    f"{len(self.gates)} gates. Under the default mapping each gate as written "
+                    "(identity gates included; they are dropped with their value) takes one."
+                )
+            self.parameters = tuple(self.parameters[i] for i in keep)
+        self.gates = [self.gates[i] for i in keep]
+
+    def _check_parameter_count(self) -> None:
+        mapping = self.resolved_mapping  # also validates the gates' indices
+        n = max(mapping) + 1 if mapping else 0
+        if self.parameters and len(self.parameters) != n:
+            raise ValueError(
+                f"parameters has {len(self.parameters)} values but the circuit has {n} "
+                "parameters. Pass one value per parameter, or none to leave it unbound."
+            )
+
+    @property
+    def resolved_mapping(self) -> tuple[int, ...]:
+        """Per gate, its slot in the parameter vector.
+
+        Identity ``(0, 1, …)`` when no gate sets ``index``; the gates' indices when all do
+        (they must cover ``0..max`` without gaps).
+        """
+        indices = [g.index for g in self.gates]
+        unset = [i for i, index in enumerate(indices) if index is None]
+        if len(unset) == len(indices):
+            return tuple(range(len(indices)))
+        if unset:
+            raise ValueError(
+                "Either every gate must set `index`, or none of them must (then each gate gets "
+                f"its own parameter); gates at positions {unset} have index=None."
+            )
+        if set(indices) != set(range(max(indices) + 1)):
+            raise ValueError(
+                "Gate indices must be contiguous 0..n-1 with no gaps or negatives; got "
+                f"{indices}. Renumber the gates' `index` values."
+            )
+        return tuple(indices)
+
+    @property
+    def n_parameters(self) -> int:
+        """Length of the parameter vector: ``max(resolved_mapping) + 1`` (0 without gates)."""
+        mapping = self.resolved_mapping
+        return max(mapping) + 1 if mapping else 0
+
+    @property
+    def family(self) -> CircuitFamily:
+        """``"pauli"``, ``"majorana"`` or ``"empty"`` (no gates)."""
+        return self.gates[0].family if self.gates else "empty"
+
+    def __add__(self, other: object) -> Circuit:
+        """Concatenate: ``a + b`` applies ``a`` first; ``b``'s angles follow ``a``'s."""
+        if not isinstance(other, Circuit):
+            return NotImplemented
+        families = {self.family, other.family} - {"empty"}
+        if len(families) > 1:
+            raise TypeError(
+                f"Cannot concatenate circuits whose gate families differ: {self.family!r} + "
+                f"{other.family!r}. Convert one of them first."
+            )
+        if self.system_size != other.system_size:
+            raise ValueError(
+                "Cannot concatenate circuits with different system_size: "
+                f"{self.system_size} + {other.system_size}."
+            )
+        # Order and repeats do not change which modes are occupied.
+        if (
+            self._state_given
+            and other._state_given
+            and set(self.initial_state) != set(other.initial_state)
+        ):
+            raise ValueError(
+                "Cannot concatenate circuits with different initial states: "
+                f"{list(self.initial_state)} + {list(other.initial_state)}. Give the state on "
+                "one of them only, or make them equal."
+            )
+        if (_is_unbound(self) and other.parameters) or (_is_unbound(other) and self.parameters):
+            raise ValueError(
+                "Cannot concatenate a bound circuit with an unbound one "
+                f"({len(self.parameters)} + {len(other.parameters)} parameter values); "
+                "bind both or neither."
+            )
+        offset = self.n_parameters
+        gates = [
+            ExpGate._with_index(g, i) for g, i in zip(self, self.resolved_mapping, strict=True)
+        ]
+        gates += [
+            ExpGate._with_index(g, i + offset)
+            for g, i in zip(other, other.resolved_mapping, strict=True)
+        ]
+        if self._state_given:
+            state: tuple[int, ...] | None = self.initial_state
+        elif other._state_given:
+            state = other.initial_state
+        else:
+            state = None
+        return Circuit(gates, self.system_size, self.parameters + other.parameters, state)
+
+    @classmethod
+    def from_dense_arrays(
+        cls,
+        majoranas: Sequence[Sequence[int]],
+        gen_coeffs: Sequence[float],
+        param_inds: Sequence[int],
+        system_size: int,
+        parameters: Iterable[float] = (),
+        initial_state: Iterable[int] | None = None,
+    ) -> Circuit:
+        """Build a Majorana circuit from the "wire" format: parallel per-monomial arrays.
+
+        ``gen_coeffs`` are structural coefficients ``g`` (real; §2.5). Consecutive monomials
+        with the same ``param_ind`` form one gate with that index. The result always counts as
+        having an explicit initial state (vacuum when omitted).
+
+        >>> c = Circuit.from_dense_arrays(
+        ...     [(0, 1), (2, 3), (0, 3)], [0.5, -0.5, 1.0], [0, 0, 1], 2, [1.0, 2.0], [0, 1])
+        >>> [len(g.generator) for g in c], c.resolved_mapping, c.initial_state
+        ([2, 1], (0, 1), (0, 1))
+        """
+        size = _validate_system_size(system_size, argument_name="system_size")
+        lengths = (len(majoranas), len(gen_coeffs), len(param_inds))
+        if len(set(lengths)) != 1:
+            raise ValueError(
+                "majoranas, gen_coeffs and param_inds must have the same length (one entry per "
+                f"monomial); got {lengths[0]}, {lengths[1]} and {lengths[2]}."
+            )
+        groups: list[tuple[int, dict[tuple[int, ...], complex]]] = []
+        for pos, (monomial, g, p) in enumerate(zip(majoranas, gen_coeffs, param_inds, strict=True)):
+            key, coeff = _dense_term(pos, monomial, g, size)
+            p = int(p)
+            if not groups or groups[-1][0] != p:  # only *consecutive* repeats share a gate
+                groups.append((p, {}))
+            terms = groups[-1][1]
+            terms[key] = terms.get(key, 0j) + coeff
+        gates = [
+            ExpGate._structural_gate(MajoranaOperator(terms, size, skip_validation=True), p)
+            for p, terms in groups
+        ]
+        state = () if initial_state is None else initial_state
+        return cls(gates, size, parameters, state)
+
+    def __len__(self) -> int:
+        return len(self.gates)
+
+    def __iter__(self) -> Iterator[ExpGate]:
+        return iter(self.gates)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Circuit):
+            return NotImplemented
+        return (
+            self.system_size == other.system_size
+            and self.parameters == other.parameters
+            and self.initial_state == other.initial_state
+            and self.gates == other.gates
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Circuit(gates={self.gates!r}, parameters={self.parameters!r}, "
+            f"initial_state={self.initial_state!r}, system_size={self.system_size})"
+        )
+
+
+def _is_unbound(circuit: Circuit) -> bool:
+    return circuit.n_parameters > 0 and not circuit.parameters
+
+
+def _check_gates(gates: list[Any], system_size: int) -> None:
+    for pos, gate in enumerate(gates):
+        if not isinstance(gate, ExpGate):
+            raise TypeError(
+                f"Circuit gates must be ExpGate objects; got {type(gate).__name__} at position "
+                f"{pos}. Wrap the generator: ExpGate(operator)."
+            )
+    families = [g.family for g in gates]
+    if "pauli" in families and "majorana" in families:
+        raise TypeError(
+            "A circuit cannot mix qubit and Majorana gates: gate "
+            f"{families.index('pauli')} is 'pauli' and gate {families.index('majorana')} is "
+            "'majorana'. Convert the Pauli generators with get_majorana_operator()."
+        )
+    for pos, gate in enumerate(gates):
+        if gate.system_size != system_size:
+            raise ValueError(
+                f"Gate {pos} has system_size={gate.system_size}, which does not match circuit "
+                f"system_size={system_size}."
+            )
+
+
+def _check_initial_state(state: Iterable[int] | None, system_size: int) -> tuple[int, ...]:
+    if state is None:
+        return ()
+    entries = tuple(int(i) for i in state)
+    if len(set(entries)) != len(entries):
+        raise ValueError(f"Duplicate indices in initial state: {list(entries)}.")
+    outside = [i for i in entries if not 0 <= i < system_size]
+    if outside:
+        raise ValueError(
+            f"initial_state entries must be in 0..{system_size - 1}; got {outside} "
+            f"(initial_state={list(entries)})."
+        )
+    return entries
+
+
+def _dense_term(
+    pos: int, monomial: Sequence[int], g: Any, system_size: int
+) -> tuple[tuple[int, ...], complex]:
+    """One wire-format monomial as a canonical ``(indices, g)`` pair, range-checked."""
+    indices = tuple(int(i) for i in monomial)
+    if any(i < 0 for i in indices):
+        raise ValueError(f"Majorana indices must be non-negative; got {indices} at position {pos}.")
+    if indices and max(indices) >= 2 * system_size:
+        raise ValueError(
+            f"Monomial {indices} at position {pos} acts on an index >= 2*system_size="
+            f"{2 * system_size}; raise system_size or fix the index."
+        )
+    if isinstance(g, complex) or getattr(g, "dtype", None) is not None and g.dtype.kind == "c":
+        raise TypeError(
+            f"gen_coeffs must be real structural coefficients; got {g!r} at position {pos}."
+        )
+    canonical, sign = Majorana.from_unsorted(*indices)
+    return tuple(canonical.indices), complex(float(g)) * sign
+
+
+def validate_parameter_mapping(
+    mapping: Sequence[int], expected_len: int, unit: str = "gates"
+) -> None:
+    """Check a per-gate (or per-layer) parameter mapping; raise ``ValueError`` if it is bad.
+
+    It needs one entry per ``unit`` and its values must cover ``0..max`` (repeats allowed).
+
+    >>> validate_parameter_mapping([0, 1, 1, 0], 4)
+    >>> validate_parameter_mapping([0, 2], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: parameter_mapping indices must be contiguous 0..n-1 with no gaps; got [0, 2].
+    """
+    mapping = list(mapping)
+    if len(mapping) != expected_len:
+        raise ValueError(
+            f"parameter_mapping has {len(mapping)} entries but there are {expected_len} {unit}."
+        )
+    if mapping and set(mapping) != set(range(max(mapping) + 1)):
+        raise ValueError(
+            f"parameter_mapping indices must be contiguous 0..n-1 with no gaps; got {mapping}."
+        )
+
+
+def expand_monomials(
+    gates: Sequence[ExpGate], mapping: Sequence[int], num_qubits: int
+) -> tuple[list[tuple[int, ...]], list[float], list[int], list[int]]:
+    """Flatten gates into engine layers: ``(majoranas, gen_coeffs, parameter_mapping,
+    gate_indices)``, one layer per generator term in generator-term order.
+
+    ``mapping[k]`` is gate ``k``'s parameter slot. Majorana layers carry the structural
+    coefficient ``g = -c / i**C(w, 2)``; Pauli layers carry the engine's slot encoding
+    (``X_q -> 2q``, ``Y_q -> 2q+1``, ``Z_q -> 2q, 2q+1``) and the Pauli coefficient. A gate
+    without terms becomes one identity layer ``((), 0.0)``.
+
+    >>> from monoprop.pauli import PauliOperator
+    >>> expand_monomials([ExpGate(PauliOperator({"XZ": 0.5, "YY": -1}, 2))], [0], 2)
+    ([(0, 2, 3), (1, 3)], [0.5, -1.0], [0, 0], [0, 0])
+    """
+    num_qubits = _validate_system_size(num_qubits, argument_name="num_qubits")
+    mapping = [int(m) for m in mapping]
+    if len(mapping) != len(gates):
+        raise ValueError(
+            f"parameter_mapping has {len(mapping)} entries but there are {len(gates)} gates."
+        )
+    majoranas: list[tuple[int, ...]] = []
+    coeffs: list[float] = []
+    params: list[int] = []
+    gate_indices: list[int] = []
+    for pos, (gate, slot) in enumerate(zip(gates, mapping, strict=True)):
+        layers = _gate_layers(gate, num_qubits) or [((), 0.0)]
+        for key, g in layers:
+            majoranas.append(key)
+            coeffs.append(g)
+            params.append(slot)
+            gate_indices.append(pos)
+    return majoranas, coeffs, params, gate_indices
+
+
+def _gate_layers(gate: ExpGate, num_qubits: int) -> list[tuple[tuple[int, ...], float]]:
+    if gate.family == "pauli":
+        return [_pauli_layer(p, c, num_qubits) for p, c in gate.generator.terms.items()]
+    return [
+        _majorana_layer(key, c, gate._structural, num_qubits)
+        for key, c in gate.generator.terms.items()
+    ]
+
+
+def _pauli_layer(pauli: Any, coeff: float, num_qubits: int) -> tuple[tuple[int, ...], float]:
+    slots: list[int] = []
+    for qubit, letter in zip(pauli.qubits, pauli.string, strict=True):
+        if qubit >= num_qubits:
+            raise ValueError(
+                f"Gate term {pauli!r} acts on qubit {qubit} >= num_qubits={num_qubits}."
+            )
+        slots += {"X": (2 * qubit,), "Y": (2 * qubit + 1,), "Z": (2 * qubit, 2 * qubit + 1)}[letter]
+    return tuple(sorted(slots)), float(coeff)
+
+
+def _majorana_layer(
+    key: tuple[int, ...], coeff: complex, structural: bool, num_modes: int
+) -> tuple[tuple[int, ...], float]:
+    key = tuple(key)
+    if key and max(key) >= 2 * num_modes:
+        raise ValueError(f"Gate term {list(key)} acts on an index >= 2*num_modes={2 * num_modes}.")
+    g = complex(coeff) if structural else -complex(coeff) / _hermitian_phase(len(key))
+    if abs(g.imag) > _HERMITIAN_TOL:
+        if structural:
+            raise ValueError(
+                f"Structural gate term {list(key)} has coefficient {coeff}, which is not real, so "
+                "the generator is not Hermitian; structural coefficients g must be real."
+            )
+        raise ValueError(
+            f"Gate generator term {list(key)} with coefficient {coeff} is not Hermitian: a "
+            "weight-w bare product needs a real coefficient for w mod 4 in {0, 1} and a purely "
+            "imaginary one for w mod 4 in {2, 3}."
+        )
+    return key, float(g.real)
