@@ -19,7 +19,7 @@ from ._core import (
     is_antihermitian,
 )
 from .circuit import Circuit, ExpGate, expand_monomials, validate_parameter_mapping
-from .exceptions import NumberOfModesInvalidError
+from .exceptions import InvalidPropagatorError, NumberOfModesInvalidError, StaleFunctionalError
 from .fermi import FermiOperator, FermiString
 from .integral_conversion import integrals_to_fermion
 from .majorana import Majorana, MajoranaOperator
@@ -40,6 +40,7 @@ __all__ = [
     "ExpGate",
     "FermiOperator",
     "FermiString",
+    "InvalidPropagatorError",
     "Majorana",
     "MajoranaOperator",
     "MajoranaPropagator",
@@ -48,6 +49,7 @@ __all__ = [
     "Pauli",
     "PauliOperator",
     "PauliPropagator",
+    "StaleFunctionalError",
     "__build_type__",
     "__version__",
     "antihermitian_generator_correction",

@@ -9,3 +9,23 @@ class NumberOfModesInvalidError(ValueError):
     >>> isinstance(NumberOfModesInvalidError("n"), ValueError)
     True
     """
+
+
+class StaleFunctionalError(RuntimeError):
+    """A functional was called after its propagator's graph or operator changed.
+
+    ``build_graph``, an in-place ``contract_partially`` and ``update_initial_operator`` all
+    change what a functional replays; take a new functional from the propagator.
+
+    >>> issubclass(StaleFunctionalError, RuntimeError)
+    True
+    """
+
+
+class InvalidPropagatorError(RuntimeError):
+    """A propagator (or a copy made after, or a functional it returned) whose earlier
+    operation failed part-way through; construct a new propagator.
+
+    >>> issubclass(InvalidPropagatorError, RuntimeError)
+    True
+    """

@@ -11,6 +11,9 @@ anything changes.
 from __future__ import annotations
 
 import copy
+import sys
+import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
@@ -27,7 +30,7 @@ from ._parameters import (
 )
 from ._terms import pack
 from .circuit import Circuit, expand_monomials, validate_parameter_mapping
-from .exceptions import NumberOfModesInvalidError
+from .exceptions import NumberOfModesInvalidError, StaleFunctionalError
 
 OperatorT = TypeVar("OperatorT")
 
@@ -124,6 +127,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         *,
         seed_parameters: ParameterValues = None,
         only_rotate_len_k: int | None = None,
+        progress: bool = False,
     ) -> None:
         """Append ``circuit`` to the replayable graph.
 
@@ -131,6 +135,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         parameters come first in the vector; Schrödinger: after, and last. With a seed
         (``seed_parameters``, the full post-call vector; or the circuit's own parameters on
         the first build) truncation is coefficient-informed, otherwise structural.
+        ``progress=True`` prints the layers done and the terms held to stderr.
         """
         self._check_state_and_width(circuit)
         k = self._check_only_rotate(only_rotate_len_k)
@@ -142,15 +147,22 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             seed = list(circuit.parameters)
         else:
             seed = None
-        self._engine.build_graph(*spec, seed, k)
+        with _progress(self._engine, "build_graph", progress):
+            self._engine.build_graph(*spec, seed, k)
 
-    def propagate(self, circuit: Circuit, *, only_rotate_len_k: int | None = None) -> None:
-        """Evolve the operand through ``circuit`` at its bound parameters; records no graph."""
+    def propagate(
+        self, circuit: Circuit, *, only_rotate_len_k: int | None = None, progress: bool = False
+    ) -> None:
+        """Evolve the operand through ``circuit`` at its bound parameters; records no graph.
+
+        ``progress=True`` prints the layers done and the terms held to stderr.
+        """
         k = self._check_only_rotate(only_rotate_len_k)
         self._check_state_and_width(circuit)
         self._check_family(circuit)
         spec = self._circuit_arrays(circuit)
-        self._engine.propagate(*spec, list(circuit.parameters), k)
+        with _progress(self._engine, "propagate", progress):
+            self._engine.propagate(*spec, list(circuit.parameters), k)
 
     @classmethod
     def from_circuit(cls, circuit: Circuit, initial_operator: Any, **config: Any):
@@ -235,45 +247,68 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     def expectation_value_functional(
         self, pare_threshold: float | None = None
     ) -> Callable[[ParameterValues], float]:
-        """A callable ``fn(parameters) -> float`` bound to the current graph and operator."""
-        check = self._functional_guard()
-        engine, pare = self._engine, _pare(pare_threshold)
+        """A callable ``fn(parameters) -> float`` bound to the current graph and operator.
+
+        It keeps the parameter mapping it was made with, raises
+        :class:`~monoprop.exceptions.StaleFunctionalError` once the graph or operator changes,
+        and borrows the propagator: keep the propagator alive while you use it.
+        """
+        engine, mapping = self._functional_state()
+        pare = _pare(pare_threshold)
 
         def expectation_value(parameters: ParameterValues = None) -> float:
-            check()
-            return engine.expectation_value(parameter_list(parameters), pare)
+            return engine().expectation_value(parameter_list(parameters), pare, mapping)
 
         return expectation_value
 
     def expectation_value_and_gradient_functional(
         self, pare_threshold: float | None = None
     ) -> Callable[[ParameterValues], tuple[float, np.ndarray]]:
-        """A callable ``fn(parameters) -> (value, gradient)`` bound to the current graph."""
-        check = self._functional_guard()
-        engine, pare = self._engine, _pare(pare_threshold)
+        """A callable ``fn(parameters) -> (value, gradient)``; see :meth:`expectation_value_functional`.
+
+        >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
+        >>> prop = PauliPropagator(PauliOperator({"Z": 1.0}, 1), [], cutoff=1)
+        >>> prop.build_graph(Circuit([ExpGate(PauliOperator({"X": 1.0}, 1))], 1))
+        >>> fn = prop.expectation_value_and_gradient_functional()
+        >>> value, grad = fn([0.25])     # cos(0.5), -2 sin(0.5)
+        >>> round(value, 6), grad.round(6).tolist()
+        (0.877583, [-0.958851])
+        """
+        engine, mapping = self._functional_state()
+        pare = _pare(pare_threshold)
 
         def expectation_value_and_gradient(parameters: ParameterValues = None):
-            check()
-            return engine.expectation_value_and_gradient(parameter_list(parameters), pare)
+            return engine().expectation_value_and_gradient(parameter_list(parameters), pare, mapping)
 
         return expectation_value_and_gradient
 
     expval_functional = expectation_value_functional
     expval_and_grad_functional = expectation_value_and_gradient_functional
 
-    def _functional_guard(self) -> Callable[[], None]:
+    def _functional_state(self) -> tuple[Callable[[], Any], list[int] | None]:
+        """A checked accessor to the engine, and the mapping to replay with."""
+        self._engine.check_valid()
+        owner = weakref.ref(self)
         engine = self._engine
         generation, layers = engine.generation, engine.graph_layers
+        mapping = list(engine.parameter_mapping()) if layers else None
 
-        def check() -> None:
-            if engine.generation != generation:
+        def checked_engine():
+            if owner() is None:
                 raise RuntimeError(
+                    "the propagator this functional was made from has been garbage-collected; "
+                    "keep the propagator alive while you use its functionals."
+                )
+            engine.check_valid()
+            if engine.generation != generation:
+                raise StaleFunctionalError(
                     "MP object has been modified since the functional was created. Previous "
                     f"number of graph layers was {layers} and now is {engine.graph_layers}. "
                     "Create a new functional."
                 )
+            return engine
 
-        return check
+        return checked_engine, mapping
 
     # -- contraction and read-out -----------------------------------------------------------
 
@@ -421,6 +456,29 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             f"{type(self).__name__}({self.num_modes} {self._unit}s, {picture}, size={self.size()}, "
             f"graph_layers={self.graph_layers}, n_parameters={self.n_parameters})"
         )
+
+
+class _progress:
+    """Context that reports an engine's layer progress to stderr, at most twice a second."""
+
+    def __init__(self, engine: Any, what: str, enabled: bool) -> None:
+        self.engine, self.what, self.enabled = engine, what, bool(enabled)
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int, terms: int) -> None:
+        now = time.monotonic()
+        if done == total or now - self.last >= 0.5:
+            self.last = now
+            end = "\n" if done == total else "\r"
+            print(f"{self.what}: layer {done}/{total}, {terms} terms", end=end, file=sys.stderr, flush=True)
+
+    def __enter__(self) -> None:
+        if self.enabled:
+            self.engine.set_progress(self)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            self.engine.set_progress(None)
 
 
 def _pare(threshold: float | None) -> float:

@@ -68,6 +68,15 @@ int pairs_mod4(std::size_t w) { return static_cast<int>((w * (w - 1) / 2) % 4); 
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "monoprop's compiled propagation core.";
+  // The Python class lives in monoprop.exceptions; look it up when needed.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InvalidPropagator& e) {
+      py::object cls = py::module_::import("monoprop.exceptions").attr("InvalidPropagatorError");
+      PyErr_SetString(cls.ptr(), e.what());
+    }
+  });
   m.attr("MAX_NUM_MODES") = kMaxNumModes;
   m.attr("has_mpi") = false;
   m.attr("__build_type__") = MONOPROP_BUILD_TYPE;
@@ -134,22 +143,25 @@ PYBIND11_MODULE(_core, m) {
   });
   cls.def(
       "expectation_value",
-      [](const MonomialPropagator& self, const std::vector<double>& theta, double pare) {
-        return self.expectation_value(theta, pare);
+      [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
+         const std::optional<std::vector<std::int32_t>>& mapping) {
+        return self.expectation_value(theta, pare, mapping ? &*mapping : nullptr);
       },
-      py::arg("parameters"), py::arg("pare") = 0.0, py::call_guard<py::gil_scoped_release>());
+      py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none(),
+      py::call_guard<py::gil_scoped_release>());
   cls.def(
       "expectation_value_and_gradient",
-      [](const MonomialPropagator& self, const std::vector<double>& theta, double pare) {
+      [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
+         const std::optional<std::vector<std::int32_t>>& mapping) {
         std::vector<double> grad;
         double f;
         {
           py::gil_scoped_release release;
-          f = self.expectation_value_and_gradient(theta, grad, pare);
+          f = self.expectation_value_and_gradient(theta, grad, pare, mapping ? &*mapping : nullptr);
         }
         return py::make_tuple(f, to_numpy(std::move(grad)));
       },
-      py::arg("parameters"), py::arg("pare") = 0.0);
+      py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none());
   cls.def("contract", [](MonomialPropagator& self, const std::vector<double>& theta, bool inplace) {
     std::vector<double> c;
     {
@@ -179,6 +191,17 @@ PYBIND11_MODULE(_core, m) {
     self.update_initial_operator(to_terms(slots, offsets, coefficients));
   });
   cls.def("size", &MonomialPropagator::size);
+  cls.def_property_readonly("valid", &MonomialPropagator::valid);
+  cls.def("check_valid", &MonomialPropagator::check_valid);
+  cls.def("_inject_fault", &MonomialPropagator::inject_fault, py::arg("where"));
+  cls.def("set_progress", [](MonomialPropagator& self, py::object callback) {
+    if (callback.is_none()) return self.set_progress(nullptr);
+    // Called from the core with the GIL released; take it back for Python.
+    self.set_progress([callback](std::size_t done, std::size_t total, std::size_t terms) {
+      py::gil_scoped_acquire acquire;
+      callback(done, total, terms);
+    });
+  });
   cls.def("graph_size", &MonomialPropagator::graph_size);
   cls.def_property_readonly("graph_layers", &MonomialPropagator::graph_layers);
   cls.def_property_readonly("n_parameters", &MonomialPropagator::n_parameters);

@@ -6,10 +6,11 @@
 namespace monoprop {
 
 void replay_forward(const Graph& graph, const double* theta, std::vector<double>& c,
-                    std::vector<double>* tape, double pare) {
+                    std::vector<double>* tape, double pare, const std::int32_t* parameters) {
   if (tape) tape->clear();
-  for (const GraphLayer& layer : graph) {
-    const double phi = layer.frequency * theta[layer.parameter];
+  for (std::size_t l = 0; l < graph.size(); ++l) {
+    const GraphLayer& layer = graph[l];
+    const double phi = layer.frequency * theta[parameters ? parameters[l] : layer.parameter];
     const double cs = std::cos(phi), sn = std::sin(phi);
     const std::size_t np = layer.pair_signs.size(), nh = layer.half_signs.size();
     for (std::size_t e = 0; e < np; ++e) {
@@ -42,11 +43,12 @@ void replay_forward(const Graph& graph, const double* theta, std::vector<double>
 }
 
 void replay_adjoint(const Graph& graph, const double* theta, const std::vector<double>& tape,
-                    std::vector<double>& lambda, double* grad, double pare) {
+                    std::vector<double>& lambda, double* grad, double pare, const std::int32_t* parameters) {
   std::size_t t = tape.size();
   for (std::size_t l = graph.size(); l-- > 0;) {
     const GraphLayer& layer = graph[l];
-    const double phi = layer.frequency * theta[layer.parameter];
+    const std::int32_t p = parameters ? parameters[l] : layer.parameter;
+    const double phi = layer.frequency * theta[p];
     const double cs = std::cos(phi), sn = std::sin(phi);
     double dphi = 0.0;
     // Entries are independent within a layer, so any order works; walk the
@@ -79,7 +81,7 @@ void replay_adjoint(const Graph& graph, const double* theta, const std::vector<d
       lambda[a] = cs * la + s * sn * lb;
       lambda[b] = -s * sn * la + cs * lb;
     }
-    grad[layer.parameter] += layer.frequency * dphi;
+    grad[p] += layer.frequency * dphi;
   }
 }
 

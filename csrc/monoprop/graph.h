@@ -49,13 +49,15 @@ using Graph = std::vector<GraphLayer>;
 // receives the coefficients each entry read, for the reverse sweep.
 // Entries whose moved weight |sin(phi) * c| is below `pare` are skipped (an
 // approximation; pare = 0 replays exactly).
+// `parameters`, when given, overrides each layer's parameter index (graph order).
 void replay_forward(const Graph& graph, const double* theta, std::vector<double>& c,
-                    std::vector<double>* tape, double pare = 0.0);
+                    std::vector<double>* tape, double pare = 0.0, const std::int32_t* parameters = nullptr);
 
 // Reverse (adjoint) sweep: `lambda` enters as d f / d c_final and leaves as
 // d f / d c_initial; d f / d theta is added into `grad`. `tape` is the one the
 // forward sweep at the same theta wrote.
 void replay_adjoint(const Graph& graph, const double* theta, const std::vector<double>& tape,
-                    std::vector<double>& lambda, double* grad, double pare = 0.0);
+                    std::vector<double>& lambda, double* grad, double pare = 0.0,
+                    const std::int32_t* parameters = nullptr);
 
 }  // namespace monoprop

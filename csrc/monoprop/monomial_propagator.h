@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "algebra.h"
+#include "errors.h"
 
 namespace monoprop {
 
@@ -74,10 +76,8 @@ struct MemoryUsage {
   std::size_t terms = 0, index = 0, graph = 0, buffers = 0;
 };
 
-// Argument errors: raised before anything changes.
-struct ArgumentError : std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
-};
+// Reports (layers done, layers in the call, terms held) during long builds.
+using Progress = std::function<void(std::size_t, std::size_t, std::size_t)>;
 
 class MonomialPropagator {
  public:
@@ -92,15 +92,21 @@ class MonomialPropagator {
   virtual void build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
                            std::optional<int> only_rotate_len_k) = 0;
 
-  virtual double expectation_value(const std::vector<double>& parameters, double pare = 0.0) const = 0;
+  // `mapping` (per layer, circuit order) replaces the graph's own parameter
+  // mapping for this call: what a functional made before a relabelling uses.
+  virtual double expectation_value(const std::vector<double>& parameters, double pare = 0.0,
+                                   const std::vector<std::int32_t>* mapping = nullptr) const = 0;
   virtual double expectation_value_and_gradient(const std::vector<double>& parameters,
-                                                std::vector<double>& gradient, double pare = 0.0) const = 0;
+                                                std::vector<double>& gradient, double pare = 0.0,
+                                                const std::vector<std::int32_t>* mapping = nullptr) const = 0;
   // Hermitian-basis coefficients after replaying the graph (store order).
   virtual std::vector<double> contract(const std::vector<double>& parameters, bool inplace) = 0;
   virtual TermList evolved_terms(const std::vector<double>& parameters, double atol) const = 0;
   virtual std::vector<double> coefficients_of(const std::vector<Term>& terms,
                                               const std::vector<double>& parameters) const = 0;
-  virtual void update_initial_operator(const std::vector<Term>& terms) { apply_initial_operator_(terms); }
+  virtual void update_initial_operator(const std::vector<Term>& terms) {
+    guarded("update_initial_operator", [&] { apply_initial_operator_(terms); });
+  }
 
   virtual std::size_t size() const = 0;
   virtual std::size_t graph_layers() const = 0;
@@ -118,12 +124,57 @@ class MonomialPropagator {
   // Bumped whenever the graph or the operand a replay starts from changes.
   std::uint64_t generation() const { return generation_; }
 
+  bool valid() const { return invalid_reason_.empty(); }
+  void check_valid() const {
+    if (!valid())
+      throw InvalidPropagator("This propagator can no longer be used: " + invalid_reason_ +
+                              " Construct a new propagator (copies made before the failure still work).");
+  }
+  void set_progress(Progress progress) { progress_ = std::move(progress); }
+  // Test hook: the next operation named `where` fails once it has started
+  // changing state ("propagate", "build_graph", "evaluate", "contract",
+  // "update_initial_operator").
+  void inject_fault(std::string where) { fault_ = std::move(where); }
+
  protected:
   explicit MonomialPropagator(Config config) : config_(std::move(config)) {}
+  // Returns this rank's share of the update (one rank, one shard for now).
   virtual void apply_initial_operator_(const std::vector<Term>& terms) = 0;
+
+  // Runs an operation: argument and usage errors, and the shard ceiling, are
+  // raised before anything changes and leave the propagator usable; any other
+  // failure leaves it invalid.
+  template <typename F>
+  auto guarded(const char* operation, F&& body) const -> decltype(body()) {
+    check_valid();
+    try {
+      return body();
+    } catch (const ArgumentError&) {
+      throw;
+    } catch (const UsageError&) {
+      throw;
+    } catch (const ShardCeilingError&) {
+      throw;
+    } catch (const std::exception& e) {
+      invalid_reason_ = std::string(operation) + " failed part-way (" + e.what() + ").";
+      throw;
+    } catch (...) {
+      invalid_reason_ = std::string(operation) + " failed part-way.";
+      throw;
+    }
+  }
+  void maybe_fault(const char* where) const {
+    if (fault_ == where) {
+      fault_.clear();
+      throw std::runtime_error(std::string("injected fault in ") + where);
+    }
+  }
 
   Config config_;
   std::uint64_t generation_ = 0;
+  Progress progress_;
+  mutable std::string invalid_reason_;
+  mutable std::string fault_;
 };
 
 std::unique_ptr<MonomialPropagator> make_propagator(Config config);

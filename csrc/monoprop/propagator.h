@@ -23,6 +23,7 @@ class Propagator final : public MonomialPropagator {
   explicit Propagator(Config config);
 
   std::unique_ptr<MonomialPropagator> clone_() const override {
+    check_valid();
     return std::make_unique<Propagator>(*this);
   }
 
@@ -31,9 +32,10 @@ class Propagator final : public MonomialPropagator {
   void build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
                    std::optional<int> only_rotate_len_k) override;
 
-  double expectation_value(const std::vector<double>& parameters, double pare) const override;
+  double expectation_value(const std::vector<double>& parameters, double pare,
+                           const std::vector<std::int32_t>* mapping) const override;
   double expectation_value_and_gradient(const std::vector<double>& parameters, std::vector<double>& gradient,
-                                        double pare) const override;
+                                        double pare, const std::vector<std::int32_t>* mapping) const override;
   std::vector<double> contract(const std::vector<double>& parameters, bool inplace) override;
   TermList evolved_terms(const std::vector<double>& parameters, double atol) const override;
   std::vector<double> coefficients_of(const std::vector<Term>& terms,
@@ -55,7 +57,9 @@ class Propagator final : public MonomialPropagator {
  private:
   Key key_of(const std::vector<std::uint32_t>& slots) const;
   void check_circuit(const CircuitSpec& circuit, std::optional<int> only_rotate_len_k) const;
-  void check_parameters(const std::vector<double>& parameters) const;
+  void check_parameters(const std::vector<double>& parameters, std::int32_t expected) const;
+  // Per-layer parameter indices in graph order for a circuit-order mapping.
+  std::vector<std::int32_t> graph_order(const std::vector<std::int32_t>& mapping) const;
   // Order in which a circuit's layers act on the operand.
   std::vector<const LayerSpec*> application_order(const CircuitSpec& circuit) const;
   double frequency(const LayerSpec& layer) const {
@@ -65,8 +69,10 @@ class Propagator final : public MonomialPropagator {
   // One layer on the current store; see graph.h for what is recorded.
   void apply_layer(const Key& generator, double phi, std::vector<double>* c, GraphLayer* record,
                    std::optional<int> only_rotate_len_k);
-  std::vector<double> replayed(const std::vector<double>& parameters, std::vector<double>* tape,
-                               double pare) const;
+  std::vector<double> replayed(const std::vector<double>& parameters, std::vector<double>* tape, double pare,
+                               const std::vector<std::int32_t>* layer_parameters = nullptr) const;
+  void apply_circuit(const CircuitSpec& circuit, const std::vector<double>* theta, std::int32_t parameter_shift,
+                     std::int32_t gate_shift, std::vector<double>* work, Graph* record, std::optional<int> k);
   const std::vector<double>& weights() const;
   void expand_reference_state(int max_pairs);
 

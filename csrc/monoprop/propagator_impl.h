@@ -7,6 +7,13 @@
 
 namespace monoprop {
 
+// Length of the parameter vector a per-layer mapping reads.
+inline std::int32_t mapped_count(const std::vector<std::int32_t>& mapping) {
+  std::int32_t top = -1;
+  for (const std::int32_t p : mapping) top = std::max(top, p);
+  return top + 1;
+}
+
 template <typename A, int W>
 Propagator<A, W>::Propagator(Config config) : MonomialPropagator(std::move(config)) {
   const int n = config_.num_modes;
@@ -111,11 +118,21 @@ void Propagator<A, W>::check_circuit(const CircuitSpec& circuit, std::optional<i
 }
 
 template <typename A, int W>
-void Propagator<A, W>::check_parameters(const std::vector<double>& parameters) const {
-  if (static_cast<std::int64_t>(parameters.size()) != n_parameters_)
-    throw std::runtime_error("Invalid functional call. Parameter length " + std::to_string(parameters.size()) +
+void Propagator<A, W>::check_parameters(const std::vector<double>& parameters, std::int32_t expected) const {
+  if (static_cast<std::int64_t>(parameters.size()) != expected)
+    throw UsageError("Invalid functional call. Parameter length " + std::to_string(parameters.size()) +
                              " does not match the expected number of parameters " +
-                             std::to_string(n_parameters_) + ".");
+                             std::to_string(expected) + ".");
+}
+
+template <typename A, int W>
+std::vector<std::int32_t> Propagator<A, W>::graph_order(const std::vector<std::int32_t>& mapping) const {
+  if (mapping.size() != graph_.size())
+    throw ArgumentError("a per-layer mapping needs " + std::to_string(graph_.size()) + " entries; got " +
+                        std::to_string(mapping.size()) + ".");
+  std::vector<std::int32_t> out(mapping);
+  if (!schrodinger()) std::reverse(out.begin(), out.end());
+  return out;
 }
 
 template <typename A, int W>
@@ -208,90 +225,110 @@ void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector
   }
 }
 
+// Applies a circuit's layers in application order, reporting progress.
+template <typename A, int W>
+void Propagator<A, W>::apply_circuit(const CircuitSpec& circuit, const std::vector<double>* theta,
+                                     std::int32_t parameter_shift, std::int32_t gate_shift, std::vector<double>* work,
+                                     Graph* record, std::optional<int> k) {
+  const auto order = application_order(circuit);
+  for (std::size_t l = 0; l < order.size(); ++l) {
+    const LayerSpec& layer = *order[l];
+    GraphLayer* rec = nullptr;
+    if (record) {
+      rec = &record->emplace_back();
+      rec->parameter = layer.parameter + parameter_shift;
+      rec->gate = layer.gate + gate_shift;
+      rec->frequency = frequency(layer);
+    }
+    const double phi = theta ? frequency(layer) * (*theta)[layer.parameter + parameter_shift] : 0.0;
+    apply_layer(key_of(layer.slots), phi, work, rec, k);
+    if (l == 0) maybe_fault(record ? "build_graph" : "propagate");
+    if (progress_) progress_(l + 1, order.size(), store_.size());
+  }
+}
+
 template <typename A, int W>
 void Propagator<A, W>::propagate(const CircuitSpec& circuit, const std::vector<double>& parameters,
                                  std::optional<int> k) {
+  check_valid();
   check_circuit(circuit, k);
   if (!graph_.empty())
-    throw std::runtime_error(
+    throw UsageError(
         "propagate() cannot run on a propagator with a non-empty graph; contract it first "
         "(contract_partially) or use build_graph.");
   if (static_cast<std::int64_t>(parameters.size()) != circuit.n_parameters)
-    throw std::runtime_error("The length of parameters (" + std::to_string(parameters.size()) +
-                             ") must be the same as max(parameter_mapping)+1 (" +
-                             std::to_string(circuit.n_parameters) + ").");
-  const std::size_t before = store_.size();
-  std::vector<double> work = base_;
-  try {
-    for (const LayerSpec* layer : application_order(circuit))
-      apply_layer(key_of(layer->slots), frequency(*layer) * parameters[layer->parameter], &work, nullptr, k);
-  } catch (const ShardCeilingError&) {
-    store_.truncate(before);  // nothing happened
-    throw;
-  }
-  base_ = std::move(work);
-  n_base_ = store_.size();
-  weights_stale_ = true;
-  ++generation_;
+    throw UsageError("The length of parameters (" + std::to_string(parameters.size()) +
+                     ") must be the same as max(parameter_mapping)+1 (" + std::to_string(circuit.n_parameters) +
+                     ").");
+  guarded("propagate", [&] {
+    const std::size_t before = store_.size();
+    std::vector<double> work = base_;
+    try {
+      apply_circuit(circuit, &parameters, 0, 0, &work, nullptr, k);
+    } catch (const ShardCeilingError&) {
+      store_.truncate(before);  // refused: as if nothing happened
+      throw;
+    }
+    base_ = std::move(work);
+    n_base_ = store_.size();
+    weights_stale_ = true;
+    ++generation_;
+  });
 }
 
 template <typename A, int W>
 void Propagator<A, W>::build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
                                    std::optional<int> k) {
+  check_valid();
   check_circuit(circuit, k);
   const std::int32_t total = n_parameters_ + circuit.n_parameters;
   if (seed && static_cast<std::int64_t>(seed->size()) != total)
-    throw std::runtime_error("The length of parameters (" + std::to_string(seed->size()) +
-                             ") must be the same as max(parameter_mapping)+1 (" + std::to_string(total) +
-                             ") of the graph after this build.");
-  // Heisenberg: the new circuit acts first on the state, so its parameters
-  // and gates come first on the axes; Schrodinger: they come last.
-  const std::int32_t old_shift = schrodinger() ? 0 : circuit.n_parameters;
-  const std::int32_t new_shift = schrodinger() ? n_parameters_ : 0;
-  const std::int32_t old_gate_shift = schrodinger() ? 0 : circuit.n_gates;
-  const std::int32_t new_gate_shift = schrodinger() ? n_gates_ : 0;
+    throw UsageError("The length of parameters (" + std::to_string(seed->size()) +
+                     ") must be the same as max(parameter_mapping)+1 (" + std::to_string(total) +
+                     ") of the graph after this build.");
+  guarded("build_graph", [&] {
+    // Heisenberg: the new circuit acts first on the state, so its parameters
+    // and gates come first on the axes; Schrodinger: they come last.
+    const std::int32_t old_shift = schrodinger() ? 0 : circuit.n_parameters;
+    const std::int32_t new_shift = schrodinger() ? n_parameters_ : 0;
+    const std::int32_t old_gate_shift = schrodinger() ? 0 : circuit.n_gates;
+    const std::int32_t new_gate_shift = schrodinger() ? n_gates_ : 0;
 
-  std::vector<double> work;
-  if (seed) {
-    std::vector<double> old_theta(static_cast<std::size_t>(n_parameters_));
-    for (std::int32_t p = 0; p < n_parameters_; ++p) old_theta[p] = (*seed)[p + old_shift];
-    work = base_;
-    work.resize(store_.size(), 0.0);
-    replay_forward(graph_, old_theta.data(), work, nullptr);
-  }
-  const std::size_t before = store_.size();
-  Graph added;
-  try {
-    for (const LayerSpec* layer : application_order(circuit)) {
-      GraphLayer& rec = added.emplace_back();
-      rec.parameter = layer->parameter + new_shift;
-      rec.gate = layer->gate + new_gate_shift;
-      rec.frequency = frequency(*layer);
-      const double phi = seed ? rec.frequency * (*seed)[rec.parameter] : 0.0;
-      apply_layer(key_of(layer->slots), phi, seed ? &work : nullptr, &rec, k);
+    std::vector<double> work;
+    if (seed) {  // the operand at the seed, for coefficient-informed truncation
+      std::vector<double> old_theta(static_cast<std::size_t>(n_parameters_));
+      for (std::int32_t p = 0; p < n_parameters_; ++p) old_theta[p] = (*seed)[p + old_shift];
+      work = base_;
+      replay_forward(graph_, old_theta.data(), work, nullptr);
     }
-  } catch (const ShardCeilingError&) {
-    store_.truncate(before);
-    throw;
-  }
-  for (GraphLayer& layer : graph_) {
-    layer.parameter += old_shift;
-    layer.gate += old_gate_shift;
-  }
-  for (GraphLayer& layer : added) graph_.push_back(std::move(layer));
-  base_.resize(store_.size(), 0.0);
-  n_parameters_ = total;
-  n_gates_ += circuit.n_gates;
-  weights_stale_ = true;
-  ++generation_;
+    const std::size_t before = store_.size();
+    Graph added;
+    try {
+      apply_circuit(circuit, seed ? &*seed : nullptr, new_shift, new_gate_shift, seed ? &work : nullptr, &added, k);
+    } catch (const ShardCeilingError&) {
+      store_.truncate(before);
+      throw;
+    }
+    for (GraphLayer& layer : graph_) {
+      layer.parameter += old_shift;
+      layer.gate += old_gate_shift;
+    }
+    for (GraphLayer& layer : added) graph_.push_back(std::move(layer));
+    base_.resize(store_.size(), 0.0);
+    n_parameters_ = total;
+    n_gates_ += circuit.n_gates;
+    weights_stale_ = true;
+    ++generation_;
+  });
 }
 
 template <typename A, int W>
 std::vector<double> Propagator<A, W>::replayed(const std::vector<double>& parameters, std::vector<double>* tape,
-                                               double pare) const {
-  check_parameters(parameters);
+                                               double pare, const std::vector<std::int32_t>* layer_parameters) const {
   std::vector<double> c = base_;
-  if (!graph_.empty()) replay_forward(graph_, parameters.data(), c, tape, pare);
+  maybe_fault("evaluate");
+  if (!graph_.empty())
+    replay_forward(graph_, parameters.data(), c, tape, pare, layer_parameters ? layer_parameters->data() : nullptr);
   return c;
 }
 
@@ -312,44 +349,65 @@ const std::vector<double>& Propagator<A, W>::weights() const {
 }
 
 template <typename A, int W>
-double Propagator<A, W>::expectation_value(const std::vector<double>& parameters, double pare) const {
-  const std::vector<double> c = replayed(parameters, nullptr, pare);
-  const std::vector<double>& w = weights();
-  double f = 0.0;
-  for (std::size_t i = 0; i < c.size(); ++i) f += w[i] * c[i];
-  return f + core_;
+double Propagator<A, W>::expectation_value(const std::vector<double>& parameters, double pare,
+                                           const std::vector<std::int32_t>* mapping) const {
+  check_valid();
+  std::vector<std::int32_t> layer_parameters;
+  if (mapping) layer_parameters = graph_order(*mapping);
+  check_parameters(parameters, mapping ? mapped_count(*mapping) : n_parameters_);
+  return guarded("evaluate", [&] {
+    const std::vector<double> c = replayed(parameters, nullptr, pare, mapping ? &layer_parameters : nullptr);
+    const std::vector<double>& w = weights();
+    double f = 0.0;
+    for (std::size_t i = 0; i < c.size(); ++i) f += w[i] * c[i];
+    return f + core_;
+  });
 }
 
 template <typename A, int W>
 double Propagator<A, W>::expectation_value_and_gradient(const std::vector<double>& parameters,
-                                                        std::vector<double>& gradient, double pare) const {
-  std::vector<double> tape;
-  const std::vector<double> c = replayed(parameters, &tape, pare);
-  std::vector<double> lambda = weights();
-  double f = 0.0;
-  for (std::size_t i = 0; i < c.size(); ++i) f += lambda[i] * c[i];
-  gradient.assign(parameters.size(), 0.0);
-  replay_adjoint(graph_, parameters.data(), tape, lambda, gradient.data(), pare);
-  return f + core_;
+                                                        std::vector<double>& gradient, double pare,
+                                                        const std::vector<std::int32_t>* mapping) const {
+  check_valid();
+  std::vector<std::int32_t> layer_parameters;
+  if (mapping) layer_parameters = graph_order(*mapping);
+  check_parameters(parameters, mapping ? mapped_count(*mapping) : n_parameters_);
+  const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
+  return guarded("evaluate", [&] {
+    std::vector<double> tape;
+    const std::vector<double> c = replayed(parameters, &tape, pare, mapping ? &layer_parameters : nullptr);
+    std::vector<double> lambda = weights();
+    double f = 0.0;
+    for (std::size_t i = 0; i < c.size(); ++i) f += lambda[i] * c[i];
+    gradient.assign(parameters.size(), 0.0);
+    replay_adjoint(graph_, parameters.data(), tape, lambda, gradient.data(), pare, lp);
+    return f + core_;
+  });
 }
 
 template <typename A, int W>
 std::vector<double> Propagator<A, W>::contract(const std::vector<double>& parameters, bool inplace) {
-  std::vector<double> c = replayed(parameters, nullptr, 0.0);
-  if (inplace) {
+  check_valid();
+  check_parameters(parameters, n_parameters_);
+  return guarded("contract_partially", [&] {
+    std::vector<double> c = replayed(parameters, nullptr, 0.0);
+    if (!inplace) return c;
     base_ = c;
+    maybe_fault("contract");
     graph_.clear();
     n_parameters_ = 0;
     n_gates_ = 0;
     n_base_ = store_.size();
     ++generation_;
-  }
-  return c;
+    return c;
+  });
 }
 
 template <typename A, int W>
 TermList Propagator<A, W>::evolved_terms(const std::vector<double>& parameters, double atol) const {
-  const std::vector<double> c = replayed(parameters, nullptr, 0.0);
+  check_valid();
+  check_parameters(parameters, n_parameters_);
+  const std::vector<double> c = guarded("evaluate", [&] { return replayed(parameters, nullptr, 0.0); });
   TermList out;
   auto emit = [&](const Key& key, double h) {
     for (std::uint32_t s = 0; s < static_cast<std::uint32_t>(2 * config_.num_modes); ++s)
@@ -366,9 +424,11 @@ TermList Propagator<A, W>::evolved_terms(const std::vector<double>& parameters, 
 template <typename A, int W>
 std::vector<double> Propagator<A, W>::coefficients_of(const std::vector<Term>& terms,
                                                       const std::vector<double>& parameters) const {
+  check_valid();
   std::vector<Key> keys;
   for (const Term& t : terms) keys.push_back(key_of(t.slots));
-  const std::vector<double> c = replayed(parameters, nullptr, 0.0);
+  check_parameters(parameters, n_parameters_);
+  const std::vector<double> c = guarded("evaluate", [&] { return replayed(parameters, nullptr, 0.0); });
   std::vector<double> out;
   for (const Key& key : keys) {
     if (!schrodinger() && key.is_identity()) {
@@ -415,11 +475,12 @@ void Propagator<A, W>::apply_initial_operator_(const std::vector<Term>& terms) {
         std::string name;
         for (std::uint32_t s = 0; s < static_cast<std::uint32_t>(2 * config_.num_modes); ++s)
           if (key.test(s)) name += (name.empty() ? "" : ", ") + std::to_string(s);
-        throw std::runtime_error("Operator term [" + name + "] not found in the operator.");
+        throw UsageError("Operator term [" + name + "] not found in the operator.");
       }
       slots.emplace_back(slot, h);
     }
     std::fill(base_.begin(), base_.end(), 0.0);
+    maybe_fault("update_initial_operator");
     for (const auto& [slot, h] : slots) base_[slot] = h;
     if (core) core_ = *core;
   }
@@ -457,6 +518,7 @@ std::vector<std::int32_t> Propagator<A, W>::layer_gates() const {
 
 template <typename A, int W>
 void Propagator<A, W>::set_parameter_mapping(const std::vector<std::int32_t>& per_layer) {
+  check_valid();
   if (per_layer.size() != graph_.size())
     throw ArgumentError("parameter_mapping has " + std::to_string(per_layer.size()) + " entries; expected " +
                         std::to_string(graph_.size()) + " (per graph layer).");

@@ -16,14 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "errors.h"
 #include "monomial.h"
 
 namespace monoprop {
-
-// Raised when an append would exceed what a shard's index type can address.
-struct ShardCeilingError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 template <int W, typename Index = std::uint32_t>
 class Store {

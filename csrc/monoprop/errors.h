@@ -1,0 +1,31 @@
+// Exceptions of the core, by what the caller can do about them.
+#pragma once
+
+#include <stdexcept>
+
+namespace monoprop {
+
+// Argument errors: raised before anything changes (Python ValueError).
+struct ArgumentError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// Calls that are wrong for the propagator's current state, also raised
+// before anything changes (Python RuntimeError): wrong parameter-vector
+// length, propagate on a graph, an unknown term in an update.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// An append that would exceed what a shard's index type can address; refused
+// before anything changes.
+struct ShardCeilingError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Any use of a propagator after an operation failed half-way through.
+struct InvalidPropagator : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace monoprop
