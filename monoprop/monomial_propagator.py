@@ -440,6 +440,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     # -- copies -----------------------------------------------------------------------------
 
     def __copy__(self):
+        self._engine.check_valid()
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)  # shares the engine
         return clone

@@ -41,7 +41,10 @@ class Propagator final : public MonomialPropagator {
   std::vector<double> coefficients_of(const std::vector<Term>& terms,
                                       const std::vector<double>& parameters) const override;
 
-  std::size_t size() const override { return store_.size(); }
+  std::size_t size() const override {
+    check_valid();
+    return store_.size();
+  }
   std::size_t graph_layers() const override { return graph_.size(); }
   std::pair<std::size_t, std::size_t> graph_size() const override;
   std::int32_t n_parameters() const override { return n_parameters_; }

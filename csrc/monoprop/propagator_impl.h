@@ -490,6 +490,7 @@ void Propagator<A, W>::apply_initial_operator_(const std::vector<Term>& terms) {
 
 template <typename A, int W>
 std::pair<std::size_t, std::size_t> Propagator<A, W>::graph_size() const {
+  check_valid();
   std::size_t cos_only = 0, cycles = 0;
   for (const GraphLayer& layer : graph_) {
     cos_only += layer.cos_only.size();
@@ -502,6 +503,7 @@ std::pair<std::size_t, std::size_t> Propagator<A, W>::graph_size() const {
 // parameter_mapping speaks in) is the reverse in the Heisenberg picture.
 template <typename A, int W>
 std::vector<std::int32_t> Propagator<A, W>::parameter_mapping() const {
+  check_valid();
   std::vector<std::int32_t> out;
   for (const GraphLayer& layer : graph_) out.push_back(layer.parameter);
   if (!schrodinger()) std::reverse(out.begin(), out.end());
@@ -534,6 +536,7 @@ void Propagator<A, W>::set_parameter_mapping(const std::vector<std::int32_t>& pe
 
 template <typename A, int W>
 MemoryUsage Propagator<A, W>::memory() const {
+  check_valid();
   MemoryUsage m;
   m.terms = store_.key_bytes() + base_.capacity() * sizeof(double);
   m.index = store_.index_bytes();

@@ -1,0 +1,225 @@
+"""Graph replay semantics: replay vs fresh propagation, functionals (stale, mapping,
+orphaned), the failure rules of the seed (invalid propagators), pare_threshold, progress."""
+
+from __future__ import annotations
+
+import copy
+import gc
+
+import dense_reference as dr
+import numpy as np
+import pytest
+
+from monoprop import (
+    Circuit,
+    ExpGate,
+    InvalidPropagatorError,
+    MajoranaOperator,
+    MajoranaPropagator,
+    PauliOperator,
+    PauliPropagator,
+    StaleFunctionalError,
+)
+
+
+def build(family: str, seed: int, *, picture: str = "heisenberg", shared: bool = True):
+    """A random case, its bound circuit and a propagator with the graph built structurally."""
+    n = 3
+    case = dr.random_case(seed, family, n, num_gates=8, shared_parameters=shared)
+    make = PauliOperator if family == "pauli" else MajoranaOperator
+    gates = [
+        ExpGate(make(dict(g), n), None if case.mapping is None else case.mapping[i])
+        for i, g in enumerate(case.generators)
+    ]
+    circuit = Circuit(gates, n, parameters=list(case.parameters))
+    cls = PauliPropagator if family == "pauli" else MajoranaPropagator
+    config = {"cutoff": 2 * n}
+    if picture == "schrodinger":
+        config["schrodinger_cutoff"] = 2 * n
+    prop = cls(make(dict(case.observable), n), list(case.occupied), **config)
+    return case, circuit, prop, cls, make, config
+
+
+def fresh(case, circuit, cls, make, config):
+    prop = cls(make(dict(case.observable), case.n), list(case.occupied), **config)
+    prop.propagate(circuit)
+    return prop
+
+
+@pytest.mark.parametrize("picture", ["heisenberg", "schrodinger"])
+@pytest.mark.parametrize("family", ["pauli", "majorana"])
+@pytest.mark.parametrize("seed", range(8))
+def test_replay_equals_fresh_propagation(family, seed, picture):
+    case, circuit, prop, cls, make, config = build(family, seed, picture=picture)
+    unbound = Circuit(list(circuit), case.n)
+    prop.build_graph(unbound)
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        theta = rng.uniform(-2, 2, size=prop.n_parameters)
+        bound = Circuit(list(circuit), case.n, parameters=list(theta))
+        reference = fresh(case, bound, cls, make, config)
+        value = prop.expectation_value(theta)
+        assert abs(value - reference.expectation_value()) < 1e-12, f"seed={seed}"
+        assert abs(value - case.expectation(theta)) < 1e-9, f"seed={seed}"
+        got = prop.evolved_operator(theta, atol=0.0)
+        want = reference.evolved_operator(atol=0.0)
+        assert got.isclose(want, rtol=0, atol=1e-12), f"seed={seed}"
+
+
+@pytest.mark.parametrize("family", ["pauli", "majorana"])
+def test_gradient_of_shared_parameters_matches_finite_differences(family):
+    case, circuit, prop, *_ = build(family, 3)
+    prop.build_graph(Circuit(list(circuit), case.n))
+    theta = np.array(case.parameters)
+    value, grad = prop.expectation_value_and_gradient(theta)
+    assert abs(value - case.expectation(theta)) < 1e-9
+    np.testing.assert_allclose(grad, case.finite_difference_gradient(theta), atol=1e-6)
+    assert len(set(case.mapping)) < len(case.mapping)  # parameters really are shared
+
+
+def small_propagator():
+    prop = PauliPropagator(PauliOperator({"ZZ": 1.0, "XI": 0.5}, 2), [1], cutoff=4)
+    gates = [ExpGate(PauliOperator({"XI": 1.0}, 2)), ExpGate(PauliOperator({"YZ": 0.7}, 2))]
+    prop.build_graph(Circuit(gates, 2))
+    return prop
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: p.build_graph(Circuit([ExpGate(PauliOperator({"IX": 1.0}, 2))], 2)),
+        lambda p: p.contract_partially([0.1, 0.2]),
+        lambda p: p.update_initial_operator(PauliOperator({"ZZ": 2.0}, 2)),
+    ],
+    ids=["build_graph", "contract_inplace", "update_initial_operator"],
+)
+def test_functionals_refuse_after_the_graph_or_operator_changed(change):
+    prop = small_propagator()
+    value_fn = prop.expectation_value_functional()
+    grad_fn = prop.expectation_value_and_gradient_functional()
+    before = value_fn([0.1, 0.2])
+    change(prop)
+    for fn in (value_fn, grad_fn):
+        with pytest.raises(StaleFunctionalError, match="MP object has been modified"):
+            fn([0.1, 0.2])
+    # A new functional works and agrees with the propagator itself.
+    fresh_fn = prop.expectation_value_functional()
+    args = [] if prop.n_parameters == 0 else [0.0] * prop.n_parameters
+    assert fresh_fn(args) == prop.expectation_value(args)
+    assert isinstance(before, float)
+
+
+def test_functionals_survive_settings_and_keep_their_mapping():
+    prop = small_propagator()
+    fn = prop.expectation_value_and_gradient_functional()
+    value, grad = fn([0.3, -0.4])
+    prop.cutoff = 1
+    prop.lower_atol = 1e-3
+    prop.contract_partially([0.3, -0.4], inplace=False)
+    prop.parameter_mapping = [0, 0]  # one shared angle now
+    assert prop.n_parameters == 1
+    again, grad_again = fn([0.3, -0.4])  # still the two-parameter view
+    assert again == value and np.array_equal(grad, grad_again)
+    shared_value, shared_grad = prop.expectation_value_and_gradient([0.3])
+    v_same = fn([0.3, 0.3])
+    assert abs(shared_value - v_same[0]) < 1e-14
+    assert abs(shared_grad[0] - v_same[1].sum()) < 1e-14
+
+
+def test_functional_raises_once_its_propagator_is_gone():
+    prop = small_propagator()
+    fn = prop.expectation_value_functional()
+    assert isinstance(fn([0.1, 0.1]), float)
+    del prop
+    gc.collect()
+    with pytest.raises(RuntimeError, match="garbage-collected"):
+        fn([0.1, 0.1])
+
+
+def test_pare_threshold_is_close_to_exact_and_leaves_the_graph_alone():
+    case, circuit, prop, *_ = build("majorana", 5)
+    prop.build_graph(Circuit(list(circuit), case.n))
+    theta = np.array(case.parameters)
+    exact = prop.expectation_value_and_gradient(theta)
+    for threshold in (1e-10, 1e-12):
+        value, grad = prop.expectation_value_and_gradient_functional(threshold)(theta)
+        assert abs(value - exact[0]) < 1e-9
+        np.testing.assert_allclose(grad, exact[1], atol=1e-9)
+    coarse = prop.expectation_value_functional(0.5)(theta)
+    assert coarse != exact[0]  # a large threshold really skips edges
+    assert prop.expectation_value(theta) == exact[0]
+
+
+FAULTS = ["propagate", "build_graph", "evaluate", "contract", "update_initial_operator"]
+
+
+def run(prop, where):
+    if where == "propagate":
+        prop.propagate(Circuit([ExpGate(PauliOperator({"XI": 1.0}, 2))], 2, parameters=[0.3]))
+    elif where == "build_graph":
+        prop.build_graph(Circuit([ExpGate(PauliOperator({"XI": 1.0}, 2))], 2))
+    elif where == "evaluate":
+        prop.expectation_value([0.3] * prop.n_parameters)
+    elif where == "contract":
+        prop.contract_partially([0.3] * prop.n_parameters)
+    else:
+        prop.update_initial_operator(PauliOperator({"ZZ": 3.0}, 2))
+
+
+@pytest.mark.parametrize("where", FAULTS)
+def test_a_failure_part_way_makes_the_propagator_unusable(where):
+    if where == "propagate":
+        prop = PauliPropagator(PauliOperator({"ZZ": 1.0, "XI": 0.5}, 2), [1], cutoff=4)
+    else:
+        prop = small_propagator()
+    n = prop.n_parameters
+    fn = prop.expectation_value_functional()
+    saved = copy.deepcopy(prop)
+    expected = saved.expectation_value([0.3] * n)
+
+    prop._engine._inject_fault(where)
+    with pytest.raises(RuntimeError, match="injected fault"):
+        run(prop, where)
+
+    remedy = "Construct a new propagator"
+    for call in (
+        lambda: prop.expectation_value([0.3] * n),
+        lambda: prop.size(),
+        lambda: prop.evolved_operator([0.3] * n),
+        lambda: prop.contract_partially([0.3] * n, inplace=False),
+        lambda: prop.build_graph(Circuit([ExpGate(PauliOperator({"IX": 1.0}, 2))], 2)),
+        lambda: prop.update_initial_operator(PauliOperator({"ZZ": 1.0}, 2)),
+        lambda: copy.deepcopy(prop),
+        lambda: copy.copy(prop),
+        lambda: fn([0.3] * n),
+        lambda: prop.expectation_value_functional(),
+    ):
+        with pytest.raises(InvalidPropagatorError, match=remedy):
+            call()
+    # The copy made before the failure is untouched.
+    assert saved.expectation_value([0.3] * n) == expected
+
+
+def test_argument_errors_leave_the_propagator_usable():
+    prop = small_propagator()
+    value = prop.expectation_value([0.1, 0.2])
+    with pytest.raises(RuntimeError, match="Parameter length"):
+        prop.expectation_value([0.1])
+    with pytest.raises(RuntimeError, match="non-empty graph"):
+        prop.propagate(Circuit([ExpGate(PauliOperator({"XI": 1.0}, 2))], 2, parameters=[0.3]))
+    with pytest.raises(RuntimeError, match="length of parameters"):
+        prop.build_graph(Circuit([ExpGate(PauliOperator({"IX": 1.0}, 2))], 2), seed_parameters=[1.0])
+    with pytest.raises(RuntimeError, match="not found in the operator"):
+        prop.update_initial_operator(PauliOperator({"XX": 1.0}, 2))
+    assert prop.expectation_value([0.1, 0.2]) == value
+    assert prop.n_parameters == 2 and prop.graph_layers == 2
+
+
+def test_progress_is_reported_only_when_asked(capfd):
+    prop = PauliPropagator(PauliOperator({"ZZZ": 1.0}, 3), [], cutoff=3)
+    circuit = Circuit([ExpGate(PauliOperator({"XII": 1.0}, 3)), ExpGate(PauliOperator({"IYI": 1.0}, 3))], 3)
+    prop.build_graph(circuit)
+    assert capfd.readouterr().err == ""
+    prop.build_graph(circuit, progress=True)
+    err = capfd.readouterr().err
+    assert "build_graph: layer 2/2" in err and "terms" in err
