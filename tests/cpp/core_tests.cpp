@@ -207,9 +207,13 @@ static void test_replay_gradient() {
     return f;
   };
   const std::vector<double> theta = {0.37, -0.81};
-  std::vector<double> c = c0, tape, lambda = w, grad(2, 0.0);
+  std::vector<double> c = c0, tape, grad(2, 0.0);
   replay_forward(g, theta.data(), c, &tape);
-  replay_adjoint(g, theta.data(), tape, lambda, grad.data());
+  std::vector<double> state;
+  for (std::size_t i = 0; i < c.size(); ++i) state.insert(state.end(), {c[i], w[i]});
+  replay_adjoint(g, theta.data(), tape, state, grad.data());
+  // The reverse sweep rewinds the coefficients to where the forward one began.
+  for (std::size_t i = 0; i < c.size(); ++i) CHECK(std::abs(state[2 * i] - c0[i]) < 1e-12);
   for (int p = 0; p < 2; ++p) {
     auto hi = theta, lo = theta;
     hi[p] += 1e-6;
