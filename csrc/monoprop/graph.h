@@ -7,9 +7,10 @@
 // the Schrodinger picture) on the slots' coefficients:
 //   pair (a, b, s):  both held terms rotate into each other
 //                      c_a <- cos c_a - s sin c_b,  c_b <- cos c_b + s sin c_a
+//                    (a term born in the layer is a pair whose b starts at 0)
 //   half (a, b, s):  only a rotates; b receives its sine branch
 //                      c_b <- c_b + s sin c_a,      c_a <- cos c_a
-//                    (b was born in this layer, or is too long to rotate)
+//                    (b is too long to rotate: only_rotate_len_k)
 //   cos (a):         a's sine partner was truncated: c_a <- cos c_a
 // Every slot appears at most once per layer, so the entries are independent.
 #pragma once
@@ -46,18 +47,21 @@ struct GraphLayer {
 using Graph = std::vector<GraphLayer>;
 
 // Runs the layers forward on `c` (indexed by slot). When `tape` is given, it
-// receives the coefficients each entry read, for the reverse sweep.
-// Entries whose moved weight |sin(phi) * c| is below `pare` are skipped (an
-// approximation; pare = 0 replays exactly).
+// receives what the reverse sweep cannot recover from the outputs (the input
+// of each half and cos-only entry; rotations are inverted instead).
+// Entries whose moved weight |sin(phi)| * max|c| is below `pare` are reduced
+// to their cos scaling (an approximation; pare = 0 replays exactly).
 // `parameters`, when given, overrides each layer's parameter index (graph order).
 void replay_forward(const Graph& graph, const double* theta, std::vector<double>& c,
                     std::vector<double>* tape, double pare = 0.0, const std::int32_t* parameters = nullptr);
 
-// Reverse (adjoint) sweep: `lambda` enters as d f / d c_final and leaves as
-// d f / d c_initial; d f / d theta is added into `grad`. `tape` is the one the
-// forward sweep at the same theta wrote.
-void replay_adjoint(const Graph& graph, const double* theta, const std::vector<double>& tape,
-                    std::vector<double>& lambda, double* grad, double pare = 0.0,
+// Reverse (adjoint) sweep over interleaved `state` = (c_0, lambda_0, c_1,
+// lambda_1, ...): c enters as the forward sweep's output and is rewound;
+// lambda enters as d f / d c_final and leaves as d f / d c_initial. d f / d theta
+// is added into `grad`. `tape` is the one the forward sweep at the same theta
+// (and the same pare) wrote.
+void replay_adjoint(const Graph& graph, const double* theta, const std::vector<double>& tape, double* state,
+                    double* grad, double pare = 0.0,
                     const std::int32_t* parameters = nullptr);
 
 }  // namespace monoprop

@@ -72,8 +72,9 @@ class Propagator final : public MonomialPropagator {
   // One layer on the current store; see graph.h for what is recorded.
   void apply_layer(const Key& generator, double phi, std::vector<double>* c, GraphLayer* record,
                    std::optional<int> only_rotate_len_k);
-  std::vector<double> replayed(const std::vector<double>& parameters, std::vector<double>* tape, double pare,
-                               const std::vector<std::int32_t>* layer_parameters = nullptr) const;
+  void replay_into(std::vector<double>& c, const std::vector<double>& parameters, std::vector<double>* tape,
+                   double pare, const std::vector<std::int32_t>* layer_parameters) const;
+  std::vector<double> replayed(const std::vector<double>& parameters) const;
   void apply_circuit(const CircuitSpec& circuit, const std::vector<double>* theta, std::int32_t parameter_shift,
                      std::int32_t gate_shift, std::vector<double>* work, Graph* record, std::optional<int> k);
   const std::vector<double>& weights() const;
@@ -91,6 +92,7 @@ class Propagator final : public MonomialPropagator {
   mutable std::vector<double> weights_;
   mutable bool weights_stale_ = true;
   GraphLayer scratch_;
+  mutable std::vector<double> replay_c_, replay_tape_, replay_state_;
   std::vector<std::uint32_t> births_;
   std::vector<std::int8_t> birth_signs_;
 };

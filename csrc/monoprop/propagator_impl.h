@@ -194,10 +194,12 @@ void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector
   }
 
   store_.reserve_for(births_.size());  // refuses before any change
+  // A birth is a rotation whose partner starts at zero in every replay: recording
+  // it as a pair lets the reverse sweep invert it instead of taping it.
   for (std::size_t e = 0; e < births_.size(); ++e) {
     const Key q = store_.key(births_[e]) ^ generator;
-    L.halves.insert(L.halves.end(), {births_[e], store_.append(q)});
-    L.half_signs.push_back(birth_signs_[e]);
+    L.pairs.insert(L.pairs.end(), {births_[e], store_.append(q)});
+    L.pair_signs.push_back(birth_signs_[e]);
   }
 
   if (c) {
@@ -323,12 +325,19 @@ void Propagator<A, W>::build_graph(const CircuitSpec& circuit, const std::option
 }
 
 template <typename A, int W>
-std::vector<double> Propagator<A, W>::replayed(const std::vector<double>& parameters, std::vector<double>* tape,
-                                               double pare, const std::vector<std::int32_t>* layer_parameters) const {
-  std::vector<double> c = base_;
+void Propagator<A, W>::replay_into(std::vector<double>& c, const std::vector<double>& parameters,
+                                   std::vector<double>* tape, double pare,
+                                   const std::vector<std::int32_t>* layer_parameters) const {
+  c.assign(base_.begin(), base_.end());
   maybe_fault("evaluate");
   if (!graph_.empty())
     replay_forward(graph_, parameters.data(), c, tape, pare, layer_parameters ? layer_parameters->data() : nullptr);
+}
+
+template <typename A, int W>
+std::vector<double> Propagator<A, W>::replayed(const std::vector<double>& parameters) const {
+  std::vector<double> c;
+  replay_into(c, parameters, nullptr, 0.0, nullptr);
   return c;
 }
 
@@ -356,7 +365,8 @@ double Propagator<A, W>::expectation_value(const std::vector<double>& parameters
   if (mapping) layer_parameters = graph_order(*mapping);
   check_parameters(parameters, mapping ? mapped_count(*mapping) : n_parameters_);
   return guarded("evaluate", [&] {
-    const std::vector<double> c = replayed(parameters, nullptr, pare, mapping ? &layer_parameters : nullptr);
+    std::vector<double>& c = replay_c_;
+    replay_into(c, parameters, nullptr, pare, mapping ? &layer_parameters : nullptr);
     const std::vector<double>& w = weights();
     double f = 0.0;
     for (std::size_t i = 0; i < c.size(); ++i) f += w[i] * c[i];
@@ -374,13 +384,21 @@ double Propagator<A, W>::expectation_value_and_gradient(const std::vector<double
   check_parameters(parameters, mapping ? mapped_count(*mapping) : n_parameters_);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
-    std::vector<double> tape;
-    const std::vector<double> c = replayed(parameters, &tape, pare, mapping ? &layer_parameters : nullptr);
-    std::vector<double> lambda = weights();
+    // Buffers persist across calls: a VQE loop replays thousands of times and
+    // fresh pages would cost more than the sweep.
+    std::vector<double>& c = replay_c_;
+    replay_into(c, parameters, &replay_tape_, pare, mapping ? &layer_parameters : nullptr);
+    const std::vector<double>& w = weights();
+    std::vector<double>& state = replay_state_;  // interleaved (c, lambda)
+    state.resize(2 * c.size());
     double f = 0.0;
-    for (std::size_t i = 0; i < c.size(); ++i) f += lambda[i] * c[i];
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      f += w[i] * c[i];
+      state[2 * i] = c[i];
+      state[2 * i + 1] = w[i];
+    }
     gradient.assign(parameters.size(), 0.0);
-    replay_adjoint(graph_, parameters.data(), tape, lambda, gradient.data(), pare, lp);
+    replay_adjoint(graph_, parameters.data(), replay_tape_, state.data(), gradient.data(), pare, lp);
     return f + core_;
   });
 }
@@ -390,7 +408,7 @@ std::vector<double> Propagator<A, W>::contract(const std::vector<double>& parame
   check_valid();
   check_parameters(parameters, n_parameters_);
   return guarded("contract_partially", [&] {
-    std::vector<double> c = replayed(parameters, nullptr, 0.0);
+    std::vector<double> c = replayed(parameters);
     if (!inplace) return c;
     base_ = c;
     maybe_fault("contract");
@@ -407,7 +425,7 @@ template <typename A, int W>
 TermList Propagator<A, W>::evolved_terms(const std::vector<double>& parameters, double atol) const {
   check_valid();
   check_parameters(parameters, n_parameters_);
-  const std::vector<double> c = guarded("evaluate", [&] { return replayed(parameters, nullptr, 0.0); });
+  const std::vector<double> c = guarded("evaluate", [&] { return replayed(parameters); });
   TermList out;
   auto emit = [&](const Key& key, double h) {
     for (std::uint32_t s = 0; s < static_cast<std::uint32_t>(2 * config_.num_modes); ++s)
@@ -428,7 +446,7 @@ std::vector<double> Propagator<A, W>::coefficients_of(const std::vector<Term>& t
   std::vector<Key> keys;
   for (const Term& t : terms) keys.push_back(key_of(t.slots));
   check_parameters(parameters, n_parameters_);
-  const std::vector<double> c = guarded("evaluate", [&] { return replayed(parameters, nullptr, 0.0); });
+  const std::vector<double> c = guarded("evaluate", [&] { return replayed(parameters); });
   std::vector<double> out;
   for (const Key& key : keys) {
     if (!schrodinger() && key.is_identity()) {
@@ -541,7 +559,8 @@ MemoryUsage Propagator<A, W>::memory() const {
   m.terms = store_.key_bytes() + base_.capacity() * sizeof(double);
   m.index = store_.index_bytes();
   for (const GraphLayer& layer : graph_) m.graph += layer.bytes();
-  m.buffers = scratch_.bytes() + births_.capacity() * 4 + birth_signs_.capacity() + weights_.capacity() * 8 +
+  m.buffers = (replay_c_.capacity() + replay_tape_.capacity() + replay_state_.capacity()) * sizeof(double) +
+              scratch_.bytes() + births_.capacity() * 4 + birth_signs_.capacity() + weights_.capacity() * 8 +
               observable_keys_.key_bytes() + observable_keys_.index_bytes();
   return m;
 }
