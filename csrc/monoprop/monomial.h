@@ -26,7 +26,11 @@ struct Monomial {
     for (int k = 0; k < W; ++k) r.words[k] = a.words[k] ^ b.words[k];
     return r;
   }
-  friend bool operator==(const Monomial& a, const Monomial& b) = default;
+  friend bool operator==(const Monomial& a, const Monomial& b) {
+    std::uint64_t diff = 0;  // branch-free: no memcmp call in the hot loop
+    for (int k = 0; k < W; ++k) diff |= a.words[k] ^ b.words[k];
+    return diff == 0;
+  }
 
   bool is_identity() const {
     std::uint64_t any = 0;

@@ -167,29 +167,51 @@ void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector
   births_.clear();
   birth_signs_.clear();
 
-  // Scan: classify every anticommuting term before anything changes.
-  for (std::size_t i = 0; i < n; ++i) {
-    const Key& p = store_.key(i);
-    const int s = A::rotation_sign(p, gen);
-    if (s == 0 || (k && p.length() > *k)) continue;
-    const Key q = p ^ generator;
-    const auto j = store_.find(q);
-    const auto a = static_cast<std::uint32_t>(i);
-    if (j != Shard::kEmpty) {
-      if (k && q.length() > *k) {  // the partner does not rotate back
-        L.halves.insert(L.halves.end(), {a, j});
-        L.half_signs.push_back(static_cast<std::int8_t>(s));
-      } else if (a < j) {  // recorded once, from its lower slot
-        L.pairs.insert(L.pairs.end(), {a, j});
-        L.pair_signs.push_back(static_cast<std::int8_t>(s));
-      }
-      continue;
+  // Scan: classify every anticommuting term before anything changes. Terms go
+  // in blocks: first the partners' hashes (and a prefetch of their index
+  // lines), then the lookups, so the cache misses overlap.
+  constexpr std::size_t kBlock = 32;
+  struct Candidate {
+    Key partner;
+    std::uint64_t hash;
+    std::uint32_t slot;
+    std::int8_t sign;
+  };
+  Candidate block[kBlock];
+  for (std::size_t start = 0; start < n; start += kBlock) {
+    const std::size_t end = std::min(n, start + kBlock);
+    std::size_t m = 0;
+    for (std::size_t i = start; i < end; ++i) {
+      const Key& p = store_.key(i);
+      const int s = A::rotation_sign(p, gen);
+      if (s == 0 || (k && p.length() > *k)) continue;
+      Candidate& c = block[m++];
+      c.partner = p ^ generator;
+      c.hash = c.partner.hash();
+      c.slot = static_cast<std::uint32_t>(i);
+      c.sign = static_cast<std::int8_t>(s);
+      store_.prefetch(c.hash);
     }
-    if (keep_partner(q, c != nullptr, c ? std::abs(sn * (*c)[i]) : 0.0)) {
-      births_.push_back(a);
-      birth_signs_.push_back(static_cast<std::int8_t>(s));
-    } else {
-      L.cos_only.push_back(a);
+    for (std::size_t e = 0; e < m; ++e) {
+      const Candidate& cand = block[e];
+      const std::uint32_t a = cand.slot;
+      const auto j = store_.find(cand.partner, cand.hash);
+      if (j != Shard::kEmpty) {
+        if (k && cand.partner.length() > *k) {  // the partner does not rotate back
+          L.halves.insert(L.halves.end(), {a, j});
+          L.half_signs.push_back(cand.sign);
+        } else if (a < j) {  // recorded once, from its lower slot
+          L.pairs.insert(L.pairs.end(), {a, j});
+          L.pair_signs.push_back(cand.sign);
+        }
+        continue;
+      }
+      if (keep_partner(cand.partner, c != nullptr, c ? std::abs(sn * (*c)[a]) : 0.0)) {
+        births_.push_back(a);
+        birth_signs_.push_back(cand.sign);
+      } else {
+        L.cos_only.push_back(a);
+      }
     }
   }
 
@@ -264,14 +286,21 @@ void Propagator<A, W>::propagate(const CircuitSpec& circuit, const std::vector<d
                      ").");
   guarded("propagate", [&] {
     const std::size_t before = store_.size();
-    std::vector<double> work = base_;
+    // A layer refuses the shard ceiling before it changes any coefficient, so
+    // a one-layer call can work in place; a longer one works on a copy that
+    // is committed only when every layer went through.
+    const bool in_place = circuit.layers.size() <= 1;
+    std::vector<double> copy;
+    if (!in_place) copy = base_;
+    std::vector<double>& work = in_place ? base_ : copy;
     try {
       apply_circuit(circuit, &parameters, 0, 0, &work, nullptr, k);
     } catch (const ShardCeilingError&) {
       store_.truncate(before);  // refused: as if nothing happened
+      base_.resize(before);
       throw;
     }
-    base_ = std::move(work);
+    if (!in_place) base_ = std::move(copy);
     n_base_ = store_.size();
     weights_stale_ = true;
     ++generation_;

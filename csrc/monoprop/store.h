@@ -1,6 +1,9 @@
 // One shard's terms: keys in a flat array, addressed by a dense slot index,
 // with an open-addressing hash index from monomial to slot.
 //
+// The index stores, per entry, the slot and 32 bits of the key's hash, so a
+// probe rarely has to read a key that does not match.
+//
 // Terms are only ever appended (a rotation never removes a term: the cos
 // branch is always kept), so slots are stable for the life of the store and
 // the propagation graph can refer to them. Coefficients live outside the
@@ -35,15 +38,20 @@ class Store {
   const Key& key(std::size_t slot) const { return keys_[slot]; }
   const std::vector<Key>& keys() const { return keys_; }
 
-  // Slot of `k`, or kEmpty.
-  Index find(const Key& k) const {
-    std::size_t pos = k.hash() & mask_;
-    while (true) {
-      const Index s = table_[pos];
-      if (s == kEmpty || keys_[s] == k) return s;
-      pos = (pos + 1) & mask_;
+  // Slot of `k` (whose hash is `h`), or kEmpty.
+  Index find(const Key& k, std::uint64_t h) const {
+    const auto tag = static_cast<std::uint32_t>(h >> 32);
+    for (std::size_t pos = h & mask_;; pos = (pos + 1) & mask_) {
+      const Entry& e = table_[pos];
+      if (e.slot == kEmpty) return kEmpty;
+      // The tag settles almost every mismatch without touching the key array.
+      if (e.tag == tag && keys_[e.slot] == k) return e.slot;
     }
   }
+  Index find(const Key& k) const { return find(k, k.hash()); }
+
+  // Hints the cache to load the table line a lookup of hash `h` starts at.
+  void prefetch(std::uint64_t h) const { __builtin_prefetch(&table_[h & mask_]); }
 
   // Refuses, before changing anything, when `extra` more terms would not fit.
   void reserve_for(std::size_t extra) {
@@ -59,14 +67,13 @@ class Store {
   }
 
   // Appends a key known to be absent; reserve_for must have made room.
-  Index append(const Key& k) {
+  Index append(const Key& k, std::uint64_t h) {
     const auto slot = static_cast<Index>(keys_.size());
     keys_.push_back(k);
-    std::size_t pos = k.hash() & mask_;
-    while (table_[pos] != kEmpty) pos = (pos + 1) & mask_;
-    table_[pos] = slot;
+    place(slot, h);
     return slot;
   }
+  Index append(const Key& k) { return append(k, k.hash()); }
 
   // Drops every slot >= n (undo of a failed operation).
   void truncate(std::size_t n) {
@@ -75,27 +82,33 @@ class Store {
     rehash(table_.size());
   }
 
-  std::size_t index_bytes() const { return table_.capacity() * sizeof(Index); }
+  std::size_t index_bytes() const { return table_.capacity() * sizeof(Entry); }
   std::size_t key_bytes() const { return keys_.capacity() * sizeof(Key); }
 
  private:
+  struct Entry {
+    std::uint32_t tag;  // high half of the key's hash
+    Index slot;
+  };
+
   static std::size_t grow_to(std::size_t n) {
     std::size_t c = 16;
     while (c < n) c <<= 1;
     return c;
   }
+  void place(Index slot, std::uint64_t h) {
+    std::size_t pos = h & mask_;
+    while (table_[pos].slot != kEmpty) pos = (pos + 1) & mask_;
+    table_[pos] = {static_cast<std::uint32_t>(h >> 32), slot};
+  }
   void rehash(std::size_t capacity) {
-    table_.assign(capacity, kEmpty);
+    table_.assign(capacity, Entry{0, kEmpty});
     mask_ = capacity - 1;
-    for (std::size_t s = 0; s < keys_.size(); ++s) {
-      std::size_t pos = keys_[s].hash() & mask_;
-      while (table_[pos] != kEmpty) pos = (pos + 1) & mask_;
-      table_[pos] = static_cast<Index>(s);
-    }
+    for (std::size_t s = 0; s < keys_.size(); ++s) place(static_cast<Index>(s), keys_[s].hash());
   }
 
   std::vector<Key> keys_;
-  std::vector<Index> table_;
+  std::vector<Entry> table_;
   std::size_t mask_ = 0;
 };
 
