@@ -17,12 +17,13 @@ def core_tests(tmp_path_factory) -> Path:
     cmake = shutil.which("cmake")
     assert cmake, "cmake is needed to build the C++ unit tests (pip install cmake)"
     build = tmp_path_factory.mktemp("cpp")
-    subprocess.run(
+    for command in (
         [cmake, "-S", str(ROOT), "-B", str(build), "-DMONOPROP_PYTHON=OFF", "-DMONOPROP_TESTS=ON",
          "-DCMAKE_BUILD_TYPE=Debug"],
-        check=True, capture_output=True, text=True,
-    )
-    subprocess.run([cmake, "--build", str(build), "-j", "2"], check=True, capture_output=True, text=True)
+        [cmake, "--build", str(build), "-j", "2"],
+    ):
+        run = subprocess.run(command, capture_output=True, text=True)
+        assert run.returncode == 0, f"{' '.join(command)} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     return build / "core_tests"
 
 

@@ -223,3 +223,16 @@ def test_progress_is_reported_only_when_asked(capfd):
     prop.build_graph(circuit, progress=True)
     err = capfd.readouterr().err
     assert "build_graph: layer 2/2" in err and "terms" in err
+
+
+def test_deepcopy_is_independent_and_copy_shares():
+    prop = small_propagator()
+    deep, shallow = copy.deepcopy(prop), copy.copy(prop)
+    extra = Circuit([ExpGate(PauliOperator({"IX": 1.0}, 2))], 2)
+    prop.build_graph(extra)
+    assert prop.graph_layers == 3 and shallow.graph_layers == 3
+    assert deep.graph_layers == 2 and deep.n_parameters == 2
+    # The deep copy still evaluates the two-gate circuit: compare with a fresh one.
+    assert deep.expectation_value([0.2, 0.5]) == small_propagator().expectation_value([0.2, 0.5])
+    deep.build_graph(extra)
+    assert deep.expectation_value([0.1, 0.2, 0.5]) == prop.expectation_value([0.1, 0.2, 0.5])

@@ -211,7 +211,7 @@ static void test_replay_gradient() {
   replay_forward(g, theta.data(), c, &tape);
   std::vector<double> state;
   for (std::size_t i = 0; i < c.size(); ++i) state.insert(state.end(), {c[i], w[i]});
-  replay_adjoint(g, theta.data(), tape, state, grad.data());
+  replay_adjoint(g, theta.data(), tape, state.data(), grad.data());
   // The reverse sweep rewinds the coefficients to where the forward one began.
   for (std::size_t i = 0; i < c.size(); ++i) CHECK(std::abs(state[2 * i] - c0[i]) < 1e-12);
   for (int p = 0; p < 2; ++p) {
