@@ -8,6 +8,7 @@
 // And the expectation of P in a computational-basis product state.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstdint>
 
@@ -28,8 +29,12 @@ struct MajoranaAlgebra {
     // the parity of the swaps needed to sort m_P m_G.
     Monomial<W> below_parity;
     int length;
+    std::array<int, W> active;  // words where the generator has factors
+    int n_active = 0;
 
     explicit Generator(const Monomial<W>& g) : bits(g), length(g.length()) {
+      for (int k = 0; k < W; ++k)
+        if (g.words[k] != 0) active[n_active++] = k;
       std::uint64_t carry = 0;
       for (int k = 0; k < W; ++k) {
         std::uint64_t x = g.words[k];
@@ -45,21 +50,46 @@ struct MajoranaAlgebra {
     }
   };
 
-  // Returns 0 when P and G commute, otherwise the sign s = +-1.
+  // Anticommuting iff |P||G| - |P and G| is odd: the parity of the shared
+  // factors (odd_bits over the generator's active words) and of |P||G|.
+  static constexpr bool kLengthMatters = true;
   template <int W>
-  static int rotation_sign(const Monomial<W>& p, const Generator<W>& g) {
+  static std::uint64_t odd_bits(std::uint64_t word, int w, const Generator<W>& g) {
+    return word & g.bits.words[g.active[w]];
+  }
+  template <int W>
+  static bool length_parity(int length, const Generator<W>& g) {
+    return length & g.length & 1;
+  }
+
+  // `p` is a Monomial or a store's in-place term (anything with word(k), length()).
+  template <int W, typename Term>
+  static bool anticommutes(const Term& p, const Generator<W>& g) {
+    std::uint64_t odd = 0;
+    for (int w = 0; w < g.n_active; ++w) odd ^= odd_bits(p.word(g.active[w]), w, g);
+    return (std::popcount(odd) & 1) ^ length_parity(p.length(), g);
+  }
+
+  // The sign s of i M_P M_G = s M_{P xor G}, for P and G known to anticommute.
+  template <int W>
+  static int anticommuting_sign(const Monomial<W>& p, const Generator<W>& g) {
     int plen = 0, common = 0, swaps = 0;
     for (int k = 0; k < W; ++k) {
       plen += std::popcount(p.words[k]);
       common += std::popcount(p.words[k] & g.bits.words[k]);
       swaps += std::popcount(p.words[k] & g.below_parity.words[k]);
     }
-    if (((plen * g.length - common) & 1) == 0) return 0;
     const int rlen = plen + g.length - 2 * common;
     // i * i^{C(p,2)} * i^{C(g,2)} * (-1)^swaps * i^{-C(r,2)}: a power of i,
     // real because P and G anticommute.
     const int e = 1 + pairs(plen) + pairs(g.length) - pairs(rlen) + 2 * swaps;
     return (e & 3) == 0 ? 1 : -1;
+  }
+
+  // Returns 0 when P and G commute, otherwise the sign s = +-1.
+  template <int W>
+  static int rotation_sign(const Monomial<W>& p, const Generator<W>& g) {
+    return anticommutes(p, g) ? anticommuting_sign(p, g) : 0;
   }
 
   // <ref| M_S |ref> for the product state with occupied modes marked at
@@ -94,29 +124,46 @@ struct PauliAlgebra {
     Monomial<W> bits;
     // Only the words the generator touches matter: elsewhere one side is I.
     std::array<Letters, W> l;
+    std::array<std::uint64_t, W> x, z;  // symplectic form, at even slots
     std::array<int, W> active;
     int n_active = 0;
     explicit Generator(const Monomial<W>& g) : bits(g) {
       for (int k = 0; k < W; ++k) {
         if (g.words[k] == 0) continue;
         l[n_active] = letters(g.words[k]);
+        const std::uint64_t a = g.words[k] & kEvenSlots, b = (g.words[k] >> 1) & kEvenSlots;
+        x[n_active] = a ^ b;  // X = (1,0) and Y = (0,1) carry an x part
+        z[n_active] = b;      // Y and Z carry a z part
         active[n_active++] = k;
       }
     }
   };
 
+  // Anticommutation is the parity of the symplectic product x_P.z_G + z_P.x_G:
+  // the popcount parity of the xor of odd_bits over the generator's active
+  // words (w-th active word of P given); P's length plays no part.
+  static constexpr bool kLengthMatters = false;
   template <int W>
-  static int rotation_sign(const Monomial<W>& p, const Generator<W>& g) {
-    // Symplectic test first (most terms commute with a given gate): letters
-    // differ on a qubit iff exactly one of the slot pairs' bits disagree in
-    // the pattern below; an odd count of such qubits means anticommuting.
+  static std::uint64_t odd_bits(std::uint64_t word, int w, const Generator<W>& g) {
+    const std::uint64_t b = (word >> 1) & kEvenSlots, x = (word & kEvenSlots) ^ b;
+    return (x & g.z[w]) ^ (b & g.x[w]);
+  }
+  template <int W>
+  static bool length_parity(int, const Generator<W>&) {
+    return false;
+  }
+
+  // `p` is a Monomial or a store's in-place term (anything with word(k)).
+  template <int W, typename Term>
+  static bool anticommutes(const Term& p, const Generator<W>& g) {
     std::uint64_t odd = 0;
-    for (int w = 0; w < g.n_active; ++w) {
-      const Letters a = letters(p.words[g.active[w]]);
-      const Letters& b = g.l[w];
-      odd ^= (a.x & (b.y | b.z)) ^ (a.y & (b.x | b.z)) ^ (a.z & (b.x | b.y));
-    }
-    if ((std::popcount(odd) & 1) == 0) return 0;
+    for (int w = 0; w < g.n_active; ++w) odd ^= odd_bits(p.word(g.active[w]), w, g);
+    return std::popcount(odd) & 1;
+  }
+
+  // The sign s of i P G = s (P xor G), for P and G known to anticommute.
+  template <int W>
+  static int anticommuting_sign(const Monomial<W>& p, const Generator<W>& g) {
     int cyclic = 0, anticyclic = 0;
     for (int w = 0; w < g.n_active; ++w) {
       const Letters a = letters(p.words[g.active[w]]);
@@ -126,6 +173,11 @@ struct PauliAlgebra {
       anticyclic += std::popcount((a.y & b.x) | (a.z & b.y) | (a.x & b.z));
     }
     return ((1 + cyclic - anticyclic) & 3) == 0 ? 1 : -1;
+  }
+
+  template <int W>
+  static int rotation_sign(const Monomial<W>& p, const Generator<W>& g) {
+    return anticommutes(p, g) ? anticommuting_sign(p, g) : 0;
   }
 
   template <int W>

@@ -32,6 +32,8 @@ struct Monomial {
     return diff == 0;
   }
 
+  std::uint64_t word(int k) const { return words[k]; }
+
   bool is_identity() const {
     std::uint64_t any = 0;
     for (int k = 0; k < W; ++k) any |= words[k];

@@ -178,18 +178,33 @@ void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector
     std::int8_t sign;
   };
   Candidate block[kBlock];
+  std::uint32_t hits[kBlock];
+  // The scan reads the generator's words straight from the store's columns.
+  const std::uint64_t* columns[W];
+  for (int w = 0; w < gen.n_active; ++w) columns[w] = store_.column(gen.active[w]);
+  const std::uint16_t* lengths = store_.lengths();
   for (std::size_t start = 0; start < n; start += kBlock) {
     const std::size_t end = std::min(n, start + kBlock);
-    std::size_t m = 0;
+    // Branch-free compaction: whether a term anticommutes is a coin flip the
+    // branch predictor cannot learn.
+    std::size_t h = 0;
     for (std::size_t i = start; i < end; ++i) {
-      const Key& p = store_.key(i);
-      const int s = A::rotation_sign(p, gen);
-      if (s == 0 || (k && p.length() > *k)) continue;
+      std::uint64_t odd = 0;
+      for (int w = 0; w < gen.n_active; ++w) odd ^= A::odd_bits(columns[w][i], w, gen);
+      bool hit = std::popcount(odd) & 1;
+      if constexpr (A::kLengthMatters) hit ^= A::length_parity(lengths[i], gen);
+      hits[h] = static_cast<std::uint32_t>(i);
+      h += hit;
+    }
+    std::size_t m = 0;
+    for (std::size_t e = 0; e < h; ++e) {
+      if (k && store_.length(hits[e]) > *k) continue;
+      const Key p = store_.key(hits[e]);
       Candidate& c = block[m++];
       c.partner = p ^ generator;
       c.hash = c.partner.hash();
-      c.slot = static_cast<std::uint32_t>(i);
-      c.sign = static_cast<std::int8_t>(s);
+      c.slot = hits[e];
+      c.sign = static_cast<std::int8_t>(A::anticommuting_sign(p, gen));
       store_.prefetch(c.hash);
     }
     for (std::size_t e = 0; e < m; ++e) {

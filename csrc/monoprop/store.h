@@ -1,5 +1,10 @@
-// One shard's terms: keys in a flat array, addressed by a dense slot index,
-// with an open-addressing hash index from monomial to slot.
+// One shard's terms, addressed by a dense slot index, with an open-addressing
+// hash index from monomial to slot.
+//
+// Keys are stored by column: word k of every term lies in one array, beside
+// an array of term lengths. A gate scan reads only the words its generator
+// touches (one word of eight bytes for a few-qubit gate) instead of whole
+// keys: the scan is bound by memory bandwidth, so this is what sets its speed.
 //
 // The index stores, per entry, the slot and 32 bits of the key's hash, so a
 // probe rarely has to read a key that does not match.
@@ -12,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -34,9 +40,24 @@ class Store {
 
   Store() { rehash(16); }
 
-  std::size_t size() const { return keys_.size(); }
-  const Key& key(std::size_t slot) const { return keys_[slot]; }
-  const std::vector<Key>& keys() const { return keys_; }
+  // A held term read in place: what the algebra's anticommutation test needs.
+  struct Ref {
+    const Store* store;
+    std::size_t slot;
+    std::uint64_t word(int k) const { return store->columns_[k][slot]; }
+    int length() const { return store->lengths_[slot]; }
+  };
+
+  std::size_t size() const { return lengths_.size(); }
+  Ref ref(std::size_t slot) const { return {this, slot}; }
+  Key key(std::size_t slot) const {
+    Key k;
+    for (int w = 0; w < W; ++w) k.words[w] = columns_[w][slot];
+    return k;
+  }
+  int length(std::size_t slot) const { return lengths_[slot]; }
+  const std::uint64_t* column(int w) const { return columns_[w].data(); }
+  const std::uint16_t* lengths() const { return lengths_.data(); }
 
   // Slot of `k` (whose hash is `h`), or kEmpty.
   Index find(const Key& k, std::uint64_t h) const {
@@ -45,7 +66,7 @@ class Store {
       const Entry& e = table_[pos];
       if (e.slot == kEmpty) return kEmpty;
       // The tag settles almost every mismatch without touching the key array.
-      if (e.tag == tag && keys_[e.slot] == k) return e.slot;
+      if (e.tag == tag && matches(e.slot, k)) return e.slot;
     }
   }
   Index find(const Key& k) const { return find(k, k.hash()); }
@@ -55,21 +76,26 @@ class Store {
 
   // Refuses, before changing anything, when `extra` more terms would not fit.
   void reserve_for(std::size_t extra) {
-    if (keys_.size() + extra > kCeiling)
+    if (size() + extra > kCeiling)
       throw ShardCeilingError("a shard addresses at most " + std::to_string(kCeiling) +
-                              " terms (its index ceiling); it holds " + std::to_string(keys_.size()) +
+                              " terms (its index ceiling); it holds " + std::to_string(size()) +
                               " and this step would add up to " + std::to_string(extra) +
                               ". Run more shards (monoprop_NUM_THREADS or MPI ranks) or raise lower_atol.");
-    const std::size_t need = keys_.size() + extra;
+    const std::size_t need = size() + extra;
     if (need * 2 > table_.size()) rehash(grow_to(need * 2));
     // Geometric growth: a layer adds a few terms at a time.
-    if (need > keys_.capacity()) keys_.reserve(std::max(need, keys_.capacity() + keys_.capacity() / 2));
+    if (need > lengths_.capacity()) {
+      const std::size_t capacity = std::max(need, lengths_.capacity() + lengths_.capacity() / 2);
+      for (auto& column : columns_) column.reserve(capacity);
+      lengths_.reserve(capacity);
+    }
   }
 
   // Appends a key known to be absent; reserve_for must have made room.
   Index append(const Key& k, std::uint64_t h) {
-    const auto slot = static_cast<Index>(keys_.size());
-    keys_.push_back(k);
+    const auto slot = static_cast<Index>(size());
+    for (int w = 0; w < W; ++w) columns_[w].push_back(k.words[w]);
+    lengths_.push_back(static_cast<std::uint16_t>(k.length()));
     place(slot, h);
     return slot;
   }
@@ -77,13 +103,16 @@ class Store {
 
   // Drops every slot >= n (undo of a failed operation).
   void truncate(std::size_t n) {
-    if (n >= keys_.size()) return;
-    keys_.resize(n);
+    if (n >= size()) return;
+    for (auto& column : columns_) column.resize(n);
+    lengths_.resize(n);
     rehash(table_.size());
   }
 
   std::size_t index_bytes() const { return table_.capacity() * sizeof(Entry); }
-  std::size_t key_bytes() const { return keys_.capacity() * sizeof(Key); }
+  std::size_t key_bytes() const {
+    return lengths_.capacity() * (sizeof(Key) + sizeof(std::uint16_t));
+  }
 
  private:
   struct Entry {
@@ -91,6 +120,11 @@ class Store {
     Index slot;
   };
 
+  bool matches(Index slot, const Key& k) const {
+    std::uint64_t diff = 0;
+    for (int w = 0; w < W; ++w) diff |= columns_[w][slot] ^ k.words[w];
+    return diff == 0;
+  }
   static std::size_t grow_to(std::size_t n) {
     std::size_t c = 16;
     while (c < n) c <<= 1;
@@ -104,10 +138,11 @@ class Store {
   void rehash(std::size_t capacity) {
     table_.assign(capacity, Entry{0, kEmpty});
     mask_ = capacity - 1;
-    for (std::size_t s = 0; s < keys_.size(); ++s) place(static_cast<Index>(s), keys_[s].hash());
+    for (std::size_t s = 0; s < size(); ++s) place(static_cast<Index>(s), key(s).hash());
   }
 
-  std::vector<Key> keys_;
+  std::array<std::vector<std::uint64_t>, W> columns_;
+  std::vector<std::uint16_t> lengths_;  // set slots per term
   std::vector<Entry> table_;
   std::size_t mask_ = 0;
 };
