@@ -56,7 +56,14 @@ def vqe16(quick: bool):
         for p in "XYZ":
             terms[Pauli(p + p, (q, q + 1))] = 1.0
     observable = PauliOperator(terms, n)
-    return "vqe16", PauliPropagator, observable, [], Circuit(gates, n), {"cutoff": 4 if quick else 6}
+    return (
+        "vqe16",
+        PauliPropagator,
+        observable,
+        [],
+        Circuit(gates, n),
+        {"cutoff": 4 if quick else 6},
+    )
 
 
 def hubbard(quick: bool):
@@ -68,7 +75,9 @@ def hubbard(quick: bool):
         return FermiOperator([[(p, "+"), (q, "-")], [(q, "+"), (p, "-")]], [1.0, 1.0], n)
 
     def onsite(i):
-        return FermiOperator([[(2 * i, "+"), (2 * i, "-"), (2 * i + 1, "+"), (2 * i + 1, "-")]], [1.0], n)
+        return FermiOperator(
+            [[(2 * i, "+"), (2 * i, "-"), (2 * i + 1, "+"), (2 * i + 1, "-")]], [1.0], n
+        )
 
     hamiltonian_terms, coefficients = [], []
     for i in range(sites - 1):
@@ -114,7 +123,8 @@ def measure(name, cls, observable, occupied, circuit, config, repeat):
     graph_bytes = prop.memory()["graph"]
     entries = cos_only + cycles
     print(
-        f"{name:8s} params {prop.n_parameters:4d}  layers {prop.graph_layers:5d}  terms {prop.size():8d}  "
+        f"{name:8s} params {prop.n_parameters:4d}  layers {prop.graph_layers:5d}  "
+        f"terms {prop.size():8d}  "
         f"graph entries {entries:9d}  build {build:6.3f} s"
     )
     print(

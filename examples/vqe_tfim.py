@@ -59,7 +59,9 @@ def main() -> None:
     parser.add_argument("--qubits", type=int, default=8)
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--field", type=float, default=1.0, help="transverse field h (J = 1)")
-    parser.add_argument("--cutoff", type=int, default=None, help="Pauli-weight cutoff (default: none)")
+    parser.add_argument(
+        "--cutoff", type=int, default=None, help="Pauli-weight cutoff (default: none)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
@@ -88,7 +90,10 @@ def main() -> None:
     start = time.perf_counter()
     result = minimize(energy_and_gradient, x0, jac=True, method="L-BFGS-B", callback=report)
     elapsed = time.perf_counter() - start
-    print(f"VQE energy   {result.fun:.10f}  ({result.nit} iterations, {result.nfev} replays, {elapsed:.2f} s)")
+    print(
+        f"VQE energy   {result.fun:.10f}  ({result.nit} iterations, {result.nfev} replays, "
+        f"{elapsed:.2f} s)"
+    )
     if n <= 12:
         exact = exact_ground_energy(hamiltonian)
         print(f"exact energy {exact:.10f}  (error {result.fun - exact:.2e})")

@@ -69,4 +69,9 @@ if find_spec("qiskit") is not None:
         to_qiskit_operator,
     )
 
-    __all__ += ["from_qiskit_circuit", "from_qiskit_operator", "to_qiskit_circuit", "to_qiskit_operator"]
+    __all__ += [
+        "from_qiskit_circuit",
+        "from_qiskit_operator",
+        "to_qiskit_circuit",
+        "to_qiskit_operator",
+    ]

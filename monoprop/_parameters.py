@@ -28,7 +28,9 @@ def parameter_list(parameters: ParameterValues) -> list[float]:
 def cutoff_value(value: Any, name: str = "cutoff") -> int:
     """A non-negative int (bool accepted, as for any int); else TypeError."""
     if not isinstance(value, numbers.Integral) or isinstance(value, np.bool_):
-        raise TypeError(f"{name} must be a non-negative int; got {value!r} ({type(value).__name__}).")
+        raise TypeError(
+            f"{name} must be a non-negative int; got {value!r} ({type(value).__name__})."
+        )
     if value < 0:
         raise TypeError(f"{name} must be a non-negative int; got {value!r}.")
     return int(value)
@@ -46,9 +48,7 @@ def optional_atol(value: Any, name: str) -> float | None:
 def occupied_modes(state: Any, n: int, what: str = "mode") -> list[int]:
     """Validate a reference state: distinct integers in ``0..n-1``."""
     if isinstance(state, (str, bytes)) or not hasattr(state, "__iter__"):
-        raise ValueError(
-            f"initial_state must be a list of occupied {what}s; got {state!r}."
-        )
+        raise ValueError(f"initial_state must be a list of occupied {what}s; got {state!r}.")
     seen: set[int] = set()
     out = []
     for entry in state:

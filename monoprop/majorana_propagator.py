@@ -45,7 +45,9 @@ class MajoranaPropagator(MonomialPropagator[MajoranaOperator]):
         return keys, bare_to_hermitian(keys, list(operator.terms.values())), operator.num_modes
 
     def _make_operator(self, keys, h) -> MajoranaOperator:
-        return MajoranaOperator(dict(zip(keys, hermitian_to_bare(keys, h), strict=True)), self.num_modes)
+        return MajoranaOperator(
+            dict(zip(keys, hermitian_to_bare(keys, h), strict=True)), self.num_modes
+        )
 
     def _term_keys(self, terms: Sequence[Any]) -> list[tuple[int, ...]]:
         keys = []
@@ -54,16 +56,16 @@ class MajoranaPropagator(MonomialPropagator[MajoranaOperator]):
             if isinstance(term, Majorana):
                 key = tuple(int(i) for i in term.indices)
             elif isinstance(term, (str, bytes)) or not hasattr(term, "__iter__"):
-                raise TypeError(
-                    f"terms must be Majorana objects or index sequences; got {term!r}."
-                )
+                raise TypeError(f"terms must be Majorana objects or index sequences; got {term!r}.")
             else:
                 key = tuple(int(i) for i in term)
-            if any(b <= a for a, b in zip(key, key[1:])) or any(i < 0 for i in key):
+            if any(b <= a for a, b in zip(key, key[1:], strict=False)) or any(i < 0 for i in key):
                 raise ValueError(f"Majorana indices must be distinct and sorted; got {key}.")
             for i in key:
                 if i >= limit:
-                    raise RuntimeError(f"Majorana index {i} is out of range; must be less than {limit}.")
+                    raise RuntimeError(
+                        f"Majorana index {i} is out of range; must be less than {limit}."
+                    )
             keys.append(key)
         return keys
 

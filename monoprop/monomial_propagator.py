@@ -196,7 +196,11 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     def _check_only_rotate(self, k: int | None) -> int | None:
         if k is None:
             return None
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 < k <= 2 * self.num_modes:
+        if (
+            isinstance(k, bool)
+            or not isinstance(k, (int, np.integer))
+            or not 0 < k <= 2 * self.num_modes
+        ):
             raise ValueError(
                 f"only_rotate_len_k={k} is out of range; must be 0 < k <= 2*num_qubits "
                 f"(= {2 * self.num_modes})."
@@ -264,7 +268,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     def expectation_value_and_gradient_functional(
         self, pare_threshold: float | None = None
     ) -> Callable[[ParameterValues], tuple[float, np.ndarray]]:
-        """A callable ``fn(parameters) -> (value, gradient)``; see :meth:`expectation_value_functional`.
+        """A callable ``fn(parameters) -> (value, gradient)``.
+
+        See :meth:`expectation_value_functional` for what it keeps and when it refuses.
 
         >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
         >>> prop = PauliPropagator(PauliOperator({"Z": 1.0}, 1), [], cutoff=1)
@@ -278,7 +284,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         pare = _pare(pare_threshold)
 
         def expectation_value_and_gradient(parameters: ParameterValues = None):
-            return engine().expectation_value_and_gradient(parameter_list(parameters), pare, mapping)
+            return engine().expectation_value_and_gradient(
+                parameter_list(parameters), pare, mapping
+            )
 
         return expectation_value_and_gradient
 
@@ -315,10 +323,15 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     def contract_partially(
         self, parameters: ParameterValues = None, *, inplace: bool = True
     ) -> np.ndarray:
-        """Fold the graph at ``parameters`` into the operand; return its Hermitian-basis coefficients."""
+        """Fold the graph at ``parameters`` into the operand.
+
+        Returns the resulting real Hermitian-basis coefficients (API 2.4), in store order.
+        """
         return self._engine.contract(parameter_list(parameters), bool(inplace))
 
-    def evolved_operator(self, parameters: ParameterValues = None, *, atol: float = 1e-12) -> OperatorT:
+    def evolved_operator(
+        self, parameters: ParameterValues = None, *, atol: float = 1e-12
+    ) -> OperatorT:
         """The evolved operator (Heisenberg) or state ``2^n ρ(θ)`` (Schrödinger)."""
         slots, offsets, h = self._engine.evolved_terms(parameter_list(parameters), float(atol))
         from ._terms import unpack
@@ -448,7 +461,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     def __deepcopy__(self, memo: dict):
         clone = object.__new__(type(self))
         for name, value in self.__dict__.items():
-            clone.__dict__[name] = value.clone() if name == "_engine" else copy.deepcopy(value, memo)
+            clone.__dict__[name] = (
+                value.clone() if name == "_engine" else copy.deepcopy(value, memo)
+            )
         return clone
 
     def __repr__(self) -> str:
@@ -471,7 +486,12 @@ class _progress:
         if done == total or now - self.last >= 0.5:
             self.last = now
             end = "\n" if done == total else "\r"
-            print(f"{self.what}: layer {done}/{total}, {terms} terms", end=end, file=sys.stderr, flush=True)
+            print(
+                f"{self.what}: layer {done}/{total}, {terms} terms",
+                end=end,
+                file=sys.stderr,
+                flush=True,
+            )
 
     def __enter__(self) -> None:
         if self.enabled:

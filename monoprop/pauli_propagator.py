@@ -62,7 +62,10 @@ class PauliPropagator(MonomialPropagator[PauliOperator]):
 
     def _make_operator(self, keys, h) -> PauliOperator:
         values = (np.round(np.asarray(h, dtype=np.float64), 12) + 0.0).tolist()
-        terms = {Pauli(*slots_to_pauli(key), skip_validation=True): v for key, v in zip(keys, values, strict=True)}
+        terms = {
+            Pauli(*slots_to_pauli(key), skip_validation=True): v
+            for key, v in zip(keys, values, strict=True)
+        }
         return PauliOperator(terms, self.num_modes)
 
     def _term_keys(self, terms: Sequence[Any]) -> list[tuple[int, ...]]:
@@ -70,7 +73,9 @@ class PauliPropagator(MonomialPropagator[PauliOperator]):
         keys = []
         for term in terms:
             if not isinstance(term, Pauli):
-                raise TypeError(f"terms must be Pauli objects; got {term!r} ({type(term).__name__}).")
+                raise TypeError(
+                    f"terms must be Pauli objects; got {term!r} ({type(term).__name__})."
+                )
             key: list[int] = []
             for letter, qubit in zip(term.string, term.qubits, strict=True):
                 if qubit >= self.num_modes:

@@ -209,8 +209,9 @@ def schrodinger_R(occupied: Iterable[int], n: int, unitary: np.ndarray) -> np.nd
     return unitary @ reference_R(occupied, n) @ unitary.conj().T
 
 
-def expectation(observable: np.ndarray, occupied: Iterable[int], n: int,
-                unitary: np.ndarray | None = None) -> float:
+def expectation(
+    observable: np.ndarray, occupied: Iterable[int], n: int, unitary: np.ndarray | None = None
+) -> float:
     """<ref| U^dagger O U |ref> (U = identity when None); must be real."""
     psi = basis_state(occupied, n)
     if unitary is not None:
@@ -221,17 +222,27 @@ def expectation(observable: np.ndarray, occupied: Iterable[int], n: int,
     return float(value.real)
 
 
-def circuit_expectation(observable: np.ndarray, occupied: Iterable[int], n: int,
-                        generators: Sequence[np.ndarray], parameters: Sequence[float],
-                        mapping: Sequence[int] | None = None) -> float:
+def circuit_expectation(
+    observable: np.ndarray,
+    occupied: Iterable[int],
+    n: int,
+    generators: Sequence[np.ndarray],
+    parameters: Sequence[float],
+    mapping: Sequence[int] | None = None,
+) -> float:
     """f(theta) for a circuit whose gate i uses ``parameters[mapping[i]]``."""
     u = circuit_unitary(generators, gate_angles(parameters, mapping))
     return expectation(observable, occupied, n, u)
 
 
-def circuit_gradient(observable: np.ndarray, occupied: Iterable[int], n: int,
-                     generators: Sequence[np.ndarray], parameters: Sequence[float],
-                     mapping: Sequence[int] | None = None) -> np.ndarray:
+def circuit_gradient(
+    observable: np.ndarray,
+    occupied: Iterable[int],
+    n: int,
+    generators: Sequence[np.ndarray],
+    parameters: Sequence[float],
+    mapping: Sequence[int] | None = None,
+) -> np.ndarray:
     """Exact df/dparameters by differentiating each gate: dU_i/dtheta = i H_i U_i.
 
     df/dtheta_i = 2 Re <psi| O U_L...U_{i+1} (i H_i) U_i...U_1 |ref>, summed over the
@@ -269,9 +280,7 @@ def pauli_labels(n: int) -> list[str]:
 
 def majorana_labels(n: int) -> list[tuple[int, ...]]:
     """All 4^n sorted index tuples over 0..2n-1, by weight then lexicographically."""
-    return [
-        combo for w in range(2 * n + 1) for combo in itertools.combinations(range(2 * n), w)
-    ]
+    return [combo for w in range(2 * n + 1) for combo in itertools.combinations(range(2 * n), w)]
 
 
 @functools.cache
@@ -302,9 +311,7 @@ def _decompose(kind: str, matrix: np.ndarray, n: int, atol: float) -> dict:
         coeffs = [by_label[lab] for lab in labels]
     else:
         # Tr(B^dagger M) / 2^n, one basis element at a time.
-        coeffs = np.array(
-            [np.vdot(_basis_matrix(kind, lab, n), matrix) / 2**n for lab in labels]
-        )
+        coeffs = np.array([np.vdot(_basis_matrix(kind, lab, n), matrix) / 2**n for lab in labels])
     return {lab: complex(c) for lab, c in zip(labels, coeffs, strict=True) if abs(c) > atol}
 
 
@@ -321,9 +328,7 @@ def _pauli_partial_trace(matrix: np.ndarray, n: int) -> dict[str, complex]:
     blocks = matrix.reshape(2, half, 2, half)
     out = {}
     for letter, pauli in PAULI_MATRICES.items():
-        reduced = sum(
-            pauli[b, a] * blocks[a, :, b, :] for a in range(2) for b in range(2)
-        ) / 2
+        reduced = sum(pauli[b, a] * blocks[a, :, b, :] for a in range(2) for b in range(2)) / 2
         for rest, coeff in _pauli_partial_trace(reduced, n - 1).items():
             out[letter + rest] = coeff
     return out
@@ -334,14 +339,16 @@ def pauli_decompose(matrix: np.ndarray, n: int, atol: float = 1e-12) -> dict[str
     return _decompose("pauli", matrix, n, atol)
 
 
-def pauli_decompose_partial_trace(matrix: np.ndarray, n: int,
-                                  atol: float = 1e-12) -> dict[str, complex]:
+def pauli_decompose_partial_trace(
+    matrix: np.ndarray, n: int, atol: float = 1e-12
+) -> dict[str, complex]:
     """Same as pauli_decompose, computed qubit by qubit (used for n > 5)."""
     return {k: v for k, v in _pauli_partial_trace(matrix, n).items() if abs(v) > atol}
 
 
-def majorana_decompose(matrix: np.ndarray, n: int,
-                       atol: float = 1e-12) -> dict[tuple[int, ...], complex]:
+def majorana_decompose(
+    matrix: np.ndarray, n: int, atol: float = 1e-12
+) -> dict[tuple[int, ...], complex]:
     """Bare sorted-product coefficients c_S = Tr(m_S^dagger M) / 2^n with |c_S| > atol."""
     return _decompose("majorana", matrix, n, atol)
 
@@ -367,8 +374,9 @@ def hermitian_phase(weight: int) -> complex:
     return (1, 1j, -1, -1j)[(weight * (weight - 1) // 2) % 4]
 
 
-def hermitian_basis_coefficients(terms: Mapping[Sequence[int], complex],
-                                 tol: float = 1e-10) -> dict[tuple[int, ...], float]:
+def hermitian_basis_coefficients(
+    terms: Mapping[Sequence[int], complex], tol: float = 1e-10
+) -> dict[tuple[int, ...], float]:
     """h_S = c_S / i^{C(w,2)} (real for a Hermitian operator)."""
     return real_coefficients(
         {tuple(s): complex(c) / hermitian_phase(len(s)) for s, c in terms.items()}, tol
@@ -397,8 +405,9 @@ def pauli_strings_anticommute(p1: str, p2: str) -> bool:
 # ---------------------------------------------------------------------------------------
 
 
-def central_difference(f: Callable[[np.ndarray], float], x: Sequence[float],
-                       h: float = 1e-5) -> np.ndarray:
+def central_difference(
+    f: Callable[[np.ndarray], float], x: Sequence[float], h: float = 1e-5
+) -> np.ndarray:
     """Central finite-difference gradient (f(x + h e_k) - f(x - h e_k)) / 2h."""
     x = np.asarray(x, dtype=float)
     grad = np.empty_like(x)
@@ -480,26 +489,34 @@ class RandomCase:
         return circuit_unitary(mats, gate_angles(params, self.mapping))
 
     def expectation(self, parameters: Sequence[float] | None = None) -> float:
-        return expectation(self.operator_matrix(self.observable), self.occupied, self.n,
-                           self.unitary(parameters))
+        return expectation(
+            self.operator_matrix(self.observable), self.occupied, self.n, self.unitary(parameters)
+        )
 
     def heisenberg_terms(self, parameters: Sequence[float] | None = None) -> dict:
         """Coefficients of U^dagger O U (all 4^n keys, zeros included)."""
-        return self.decompose(heisenberg_operator(self.operator_matrix(self.observable),
-                                                  self.unitary(parameters)))
+        return self.decompose(
+            heisenberg_operator(self.operator_matrix(self.observable), self.unitary(parameters))
+        )
 
     def schrodinger_terms(self, parameters: Sequence[float] | None = None) -> dict:
         """Coefficients of 2^n rho(theta) = U R U^dagger (all 4^n keys, zeros included)."""
         return self.decompose(schrodinger_R(self.occupied, self.n, self.unitary(parameters)))
 
-    def finite_difference_gradient(self, parameters: Sequence[float],
-                                   h: float = 1e-5) -> np.ndarray:
+    def finite_difference_gradient(
+        self, parameters: Sequence[float], h: float = 1e-5
+    ) -> np.ndarray:
         return central_difference(self.expectation, parameters, h)
 
     def exact_gradient(self, parameters: Sequence[float]) -> np.ndarray:
-        return circuit_gradient(self.operator_matrix(self.observable), self.occupied, self.n,
-                                [self.operator_matrix(g) for g in self.generators],
-                                parameters, self.mapping)
+        return circuit_gradient(
+            self.operator_matrix(self.observable),
+            self.occupied,
+            self.n,
+            [self.operator_matrix(g) for g in self.generators],
+            parameters,
+            self.mapping,
+        )
 
 
 def _random_coefficient(rng: np.random.Generator, low: float = 0.2, high: float = 1.0) -> float:
@@ -533,10 +550,17 @@ def _terms_anticommute(family: str, a, b) -> bool:
     return majorana_terms_anticommute(a, b)
 
 
-def random_case(seed: int, family: str, n: int, *, num_gates: int = 6,
-                max_generator_terms: int = 2, max_generator_weight: int = 4,
-                observable_terms: tuple[int, int] = (3, 5),
-                shared_parameters: bool = False) -> RandomCase:
+def random_case(
+    seed: int,
+    family: str,
+    n: int,
+    *,
+    num_gates: int = 6,
+    max_generator_terms: int = 2,
+    max_generator_weight: int = 4,
+    observable_terms: tuple[int, int] = (3, 5),
+    shared_parameters: bool = False,
+) -> RandomCase:
     """A reproducible random circuit: gates of 1..max_generator_terms commuting terms of
     weight 1..max_generator_weight, a random reference state and a multi-term observable."""
     rng = np.random.default_rng(seed)
@@ -554,9 +578,9 @@ def random_case(seed: int, family: str, n: int, *, num_gates: int = 6,
             if term in terms or any(_terms_anticommute(family, term, t) for t in terms):
                 continue
             terms.append(term)
-        generators.append({
-            t: _hermitian_coefficient(family, t, _random_coefficient(rng)) for t in terms
-        })
+        generators.append(
+            {t: _hermitian_coefficient(family, t, _random_coefficient(rng)) for t in terms}
+        )
 
     observable: dict = {}
     for _ in range(int(rng.integers(observable_terms[0], observable_terms[1] + 1))):

@@ -1,7 +1,9 @@
-"""Builds and runs the C++ unit tests of the core (tests/cpp/core_tests.cpp)."""
+"""Builds and runs the C++ unit tests of the core (tests/cpp/core_tests.cpp): once plain,
+once under AddressSanitizer and UndefinedBehaviorSanitizer."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -11,25 +13,46 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+BUILDS = {
+    "debug": [],
+    "sanitizers": [
+        "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer "
+        "-fno-sanitize-recover=all"
+    ],
+}
 
-@pytest.fixture(scope="module")
-def core_tests(tmp_path_factory) -> Path:
+
+@pytest.fixture(scope="module", params=sorted(BUILDS))
+def core_tests(request, tmp_path_factory) -> Path:
     cmake = shutil.which("cmake")
     assert cmake, "cmake is needed to build the C++ unit tests (pip install cmake)"
-    build = tmp_path_factory.mktemp("cpp")
+    build = tmp_path_factory.mktemp(f"cpp-{request.param}")
     for command in (
-        [cmake, "-S", str(ROOT), "-B", str(build), "-DMONOPROP_PYTHON=OFF", "-DMONOPROP_TESTS=ON",
-         "-DCMAKE_BUILD_TYPE=Debug"],
+        [
+            cmake,
+            "-S",
+            str(ROOT),
+            "-B",
+            str(build),
+            "-DMONOPROP_PYTHON=OFF",
+            "-DMONOPROP_TESTS=ON",
+            "-DCMAKE_BUILD_TYPE=Debug",
+            *BUILDS[request.param],
+        ],
         [cmake, "--build", str(build), "-j", "2"],
     ):
         run = subprocess.run(command, capture_output=True, text=True)
-        assert run.returncode == 0, f"{' '.join(command)} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+        assert run.returncode == 0, (
+            f"{' '.join(command)} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+        )
     return build / "core_tests"
 
 
 def test_core_unit_tests_pass(core_tests: Path) -> None:
-    run = subprocess.run([str(core_tests)], capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "ASAN_OPTIONS": "detect_leaks=1", "UBSAN_OPTIONS": "print_stacktrace=1"}
+    run = subprocess.run([str(core_tests)], capture_output=True, text=True, timeout=600, env=env)
     summary = re.search(r"(\d+) passed, (\d+) failed", run.stdout)
     assert summary, run.stdout + run.stderr
-    assert int(summary.group(2)) == 0 and run.returncode == 0, run.stdout
+    assert int(summary.group(2)) == 0 and run.returncode == 0, run.stdout + run.stderr[-3000:]
+    assert "runtime error" not in run.stderr, run.stderr[-3000:]  # UBSan findings
     assert int(summary.group(1)) > 1000  # the randomized algebra checks ran

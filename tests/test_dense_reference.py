@@ -103,10 +103,13 @@ def test_majorana_definition_strings():
     n = 3
     for j in range(n):
         z_string = {q: "Z" for q in range(j)}
-        assert_matrix_equal(dr.majorana_matrix(2 * j, n),
-                            dr.pauli_string_matrix(pauli_on({**z_string, j: "X"}, n)))
-        assert_matrix_equal(dr.majorana_matrix(2 * j + 1, n),
-                            dr.pauli_string_matrix(pauli_on({**z_string, j: "Y"}, n)))
+        assert_matrix_equal(
+            dr.majorana_matrix(2 * j, n), dr.pauli_string_matrix(pauli_on({**z_string, j: "X"}, n))
+        )
+        assert_matrix_equal(
+            dr.majorana_matrix(2 * j + 1, n),
+            dr.pauli_string_matrix(pauli_on({**z_string, j: "Y"}, n)),
+        )
 
 
 def test_jw_identities_section_2_2():
@@ -129,8 +132,10 @@ def test_jw_identities_section_2_2():
 
 def test_majorana_operator_matrix_uses_listed_order():
     n = 2
-    assert_matrix_equal(dr.majorana_operator_matrix({(1, 0): 1.0}, n),
-                        -dr.majorana_operator_matrix({(0, 1): 1.0}, n))
+    assert_matrix_equal(
+        dr.majorana_operator_matrix({(1, 0): 1.0}, n),
+        -dr.majorana_operator_matrix({(0, 1): 1.0}, n),
+    )
     assert_matrix_equal(dr.majorana_operator_matrix({(): 2.5}, n), 2.5 * np.eye(4))
 
 
@@ -173,10 +178,8 @@ def test_number_operator_forms_section_2_3():
 
 def test_ladder_majorana_coefficients_section_2_3():
     n = 2
-    assert_terms_close(dr.majorana_decompose(dr.creation_matrix(0, n), n),
-                       {(0,): 0.5, (1,): -0.5j})
-    assert_terms_close(dr.majorana_decompose(dr.number_matrix(0, n), n),
-                       {(): 0.5, (0, 1): 0.5j})
+    assert_terms_close(dr.majorana_decompose(dr.creation_matrix(0, n), n), {(0,): 0.5, (1,): -0.5j})
+    assert_terms_close(dr.majorana_decompose(dr.number_matrix(0, n), n), {(): 0.5, (0, 1): 0.5j})
     hopping = dr.fermi_operator_matrix({((0, "+"), (1, "-")): 1.0, ((1, "+"), (0, "-")): 1.0}, n)
     # (0,2) and (1,3) appear with coefficient 0 in the contract: absent here.
     assert_terms_close(dr.majorana_decompose(hopping, n), {(0, 3): 0.5j, (1, 2): -0.5j})
@@ -208,9 +211,15 @@ def test_bare_product_hermiticity_depends_on_weight_mod_4():
         assert_matrix_equal(basis, basis.conj().T)
 
 
-@pytest.mark.parametrize("terms", [
-    {(0, 1): 1j}, {(0, 1, 2, 3): 1.0}, {(0, 1, 3): 2j}, {(0, 1, 2, 3, 4, 5): 1j},
-])
+@pytest.mark.parametrize(
+    "terms",
+    [
+        {(0, 1): 1j},
+        {(0, 1, 2, 3): 1.0},
+        {(0, 1, 3): 2j},
+        {(0, 1, 2, 3, 4, 5): 1j},
+    ],
+)
 def test_hermitian_examples_section_2_4(terms):
     mat = dr.majorana_operator_matrix(terms, 3)
     assert_matrix_equal(mat, mat.conj().T)
@@ -221,8 +230,7 @@ def test_hermitian_basis_coefficient_examples_section_2_4():
     assert dr.hermitian_basis_coefficients({(0, 1): 1j}) == {(0, 1): 1.0}
     assert dr.hermitian_basis_coefficients({(2,): 0.7}) == {(2,): 0.7}
     assert dr.hermitian_basis_coefficients({(0, 1, 3): 2j}) == {(0, 1, 3): -2.0}
-    assert_matrix_equal(dr.majorana_operator_matrix({(0, 1): 1j}, 2),
-                        -dr.pauli_string_matrix("ZI"))
+    assert_matrix_equal(dr.majorana_operator_matrix({(0, 1): 1j}, 2), -dr.pauli_string_matrix("ZI"))
 
 
 def test_structural_coefficient_examples_section_2_5():
@@ -284,7 +292,8 @@ def test_worked_example_zz_under_x0_section_2_5():
     n = 2
     u = dr.circuit_unitary([dr.pauli_string_matrix("XI")], [THETA])
     evolved = dr.real_coefficients(
-        dr.pauli_decompose(dr.heisenberg_operator(dr.pauli_string_matrix("ZZ"), u), n))
+        dr.pauli_decompose(dr.heisenberg_operator(dr.pauli_string_matrix("ZZ"), u), n)
+    )
     assert set(evolved) == {"ZZ", "YZ"}
     assert evolved["ZZ"] == pytest.approx(0.8253356149096783, abs=1e-14)
     assert evolved["YZ"] == pytest.approx(-0.5646424733950354, abs=1e-14)
@@ -397,8 +406,11 @@ def test_decomposition_of_known_operators():
 def test_partial_trace_pauli_decomposition_matches_direct_traces(n):
     rng = np.random.default_rng(10 + n)
     mat = rng.normal(size=(2**n, 2**n)) + 1j * rng.normal(size=(2**n, 2**n))
-    assert_terms_close(dr.pauli_decompose_partial_trace(mat, n, atol=0.0),
-                       dr.pauli_decompose(mat, n, atol=0.0), atol=1e-12)
+    assert_terms_close(
+        dr.pauli_decompose_partial_trace(mat, n, atol=0.0),
+        dr.pauli_decompose(mat, n, atol=0.0),
+        atol=1e-12,
+    )
 
 
 def test_large_pauli_decomposition_round_trip():
@@ -436,8 +448,7 @@ def test_single_gate_gradient_is_minus_two_sin():
     def f(x):
         return dr.circuit_expectation(obs, [], 2, gens, x)
 
-    np.testing.assert_allclose(dr.central_difference(f, [0.3]), [-1.1292849467900707],
-                               atol=1e-8)
+    np.testing.assert_allclose(dr.central_difference(f, [0.3]), [-1.1292849467900707], atol=1e-8)
 
 
 # ---------------------------------------------------------------------------------------
@@ -453,7 +464,8 @@ def test_vector_1_zz_under_x0():
     assert dr.expectation(obs, [], 2, u) == pytest.approx(0.8253356149096783, abs=1e-14)
     # Hermitian-basis coefficients (Pauli: the coefficients themselves) of contract_partially.
     assert sorted(evolved.values()) == pytest.approx(
-        sorted([0.8253356149096783, -0.5646424733950354]), abs=1e-14)
+        sorted([0.8253356149096783, -0.5646424733950354]), abs=1e-14
+    )
 
 
 def test_vector_2_majorana_hopping_rotation():
@@ -462,13 +474,13 @@ def test_vector_2_majorana_hopping_rotation():
     gens = [dr.majorana_operator_matrix({(1, 2): 1j}, n)]
     u = dr.circuit_unitary(gens, [0.3])
     evolved = dr.majorana_decompose(dr.heisenberg_operator(obs, u), n)
-    assert_terms_close(evolved, {(0, 1): 0.8253356149096783j, (0, 2): -0.5646424733950354j},
-                       1e-14)
+    assert_terms_close(evolved, {(0, 1): 0.8253356149096783j, (0, 2): -0.5646424733950354j}, 1e-14)
     assert dr.expectation(obs, [], n, u) == pytest.approx(-0.8253356149096783, abs=1e-14)
     grad = dr.central_difference(lambda x: dr.circuit_expectation(obs, [], n, gens, x), [0.3])
     np.testing.assert_allclose(grad, [1.1292849467900707], atol=1e-8)
     assert sorted(dr.hermitian_basis_coefficients(evolved).values()) == pytest.approx(
-        [-0.5646424733950354, 0.8253356149096783], abs=1e-14)
+        [-0.5646424733950354, 0.8253356149096783], abs=1e-14
+    )
 
 
 def test_vector_3_initial_states():
@@ -502,8 +514,11 @@ def test_vector_7_structural_coefficients():
     gens = [dr.majorana_operator_matrix({gate: dr.structural_to_bare(gate, 1.0)}, n)]
     u = dr.circuit_unitary(gens, [math.pi / 6])
     obs = dr.majorana_operator_matrix({(0, 1): 1j}, n)
-    assert_terms_close(dr.majorana_decompose(dr.heisenberg_operator(obs, u), n),
-                       {(0, 1): 0.5j, (0, 2, 3, 4): -0.8660254037844386}, 1e-12)
+    assert_terms_close(
+        dr.majorana_decompose(dr.heisenberg_operator(obs, u), n),
+        {(0, 1): 0.5j, (0, 2, 3, 4): -0.8660254037844386},
+        1e-12,
+    )
 
     n = 2
     gens = [dr.majorana_operator_matrix({(1, 2): dr.structural_to_bare((1, 2), 1.0)}, n)]
@@ -511,8 +526,11 @@ def test_vector_7_structural_coefficients():
     for p in (0.1, 0.37, -1.2):
         u = dr.circuit_unitary(gens, [p])
         c, s = math.cos(2 * p), math.sin(2 * p)
-        assert_terms_close(dr.majorana_decompose(dr.heisenberg_operator(obs, u), n),
-                           {(0, 1): 1j * (c - s), (0, 2): 1j * (c + s)}, 1e-12)
+        assert_terms_close(
+            dr.majorana_decompose(dr.heisenberg_operator(obs, u), n),
+            {(0, 1): 1j * (c - s), (0, 2): 1j * (c + s)},
+            1e-12,
+        )
 
 
 def test_vector_8_non_fermionic_structural_circuit():
@@ -520,14 +538,19 @@ def test_vector_8_non_fermionic_structural_circuit():
     majoranas = [(0,), (0, 1), (0, 1, 3), (2, 3)]
     g = [-1.0, 1.0, -1.0, 1.0]
     params = [0.1, 0.2, 0.2, 0.2]  # one parameter index per monomial: param_inds [0, 1, 2, 3]
-    gens = [dr.majorana_operator_matrix({m: dr.structural_to_bare(m, gm)}, n)
-            for m, gm in zip(majoranas, g, strict=True)]
+    gens = [
+        dr.majorana_operator_matrix({m: dr.structural_to_bare(m, gm)}, n)
+        for m, gm in zip(majoranas, g, strict=True)
+    ]
     u = dr.circuit_unitary(gens, params)
     obs = dr.majorana_operator_matrix({(1, 2, 3): -1j}, n)
     expected = {
-        (1, 2, 3): -0.8314427691150754j, (0, 1, 2, 3): -0.16854179325074592,
-        (0, 2, 3): 0.35867804544976145j, (0, 2): 0.35152836455073294j,
-        (2,): 0.07125832726038464, (1, 2): 0.1516466453264173j,
+        (1, 2, 3): -0.8314427691150754j,
+        (0, 1, 2, 3): -0.16854179325074592,
+        (0, 2, 3): 0.35867804544976145j,
+        (0, 2): 0.35152836455073294j,
+        (2,): 0.07125832726038464,
+        (1, 2): 0.1516466453264173j,
     }
     assert_terms_close(dr.majorana_decompose(dr.heisenberg_operator(obs, u), n), expected, 1e-12)
 
@@ -535,10 +558,14 @@ def test_vector_8_non_fermionic_structural_circuit():
 def test_vector_9_circuit_ordering():
     n = 3
     obs = dr.pauli_operator_matrix({"ZXI": 1.0, "XYZ": 0.5, "IZY": -0.3}, n)
-    a = [(dr.pauli_operator_matrix({"XII": 1.0}, n), 0.3),
-         (dr.pauli_operator_matrix({"ZXI": 0.7}, n), 0.5)]
-    b = [(dr.pauli_operator_matrix({"YZX": 1.0}, n), 0.9),
-         (dr.pauli_operator_matrix({"IYY": 0.4}, n), -0.4)]
+    a = [
+        (dr.pauli_operator_matrix({"XII": 1.0}, n), 0.3),
+        (dr.pauli_operator_matrix({"ZXI": 0.7}, n), 0.5),
+    ]
+    b = [
+        (dr.pauli_operator_matrix({"YZX": 1.0}, n), 0.9),
+        (dr.pauli_operator_matrix({"IYY": 0.4}, n), -0.4),
+    ]
 
     def value(gates):
         u = dr.circuit_unitary([g for g, _ in gates], [t for _, t in gates])
@@ -553,8 +580,7 @@ def test_vector_9_circuit_ordering():
 # ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("family,n", [("pauli", 3), ("pauli", 5), ("majorana", 2),
-                                      ("majorana", 4)])
+@pytest.mark.parametrize("family,n", [("pauli", 3), ("pauli", 5), ("majorana", 2), ("majorana", 4)])
 @pytest.mark.parametrize("shared", [False, True])
 def test_random_case_shape(family, n, shared):
     for seed in range(5):
@@ -568,8 +594,11 @@ def test_random_case_shape(family, n, shared):
                 weight = (len(t) - t.count("I")) if family == "pauli" else len(t)
                 assert 1 <= weight <= 4
             if len(labels) == 2:
-                assert not (dr.pauli_strings_anticommute(*labels) if family == "pauli"
-                            else dr.majorana_terms_anticommute(*labels))
+                assert not (
+                    dr.pauli_strings_anticommute(*labels)
+                    if family == "pauli"
+                    else dr.majorana_terms_anticommute(*labels)
+                )
             mat = case.operator_matrix(gen)
             assert_matrix_equal(mat, mat.conj().T)
         obs = case.operator_matrix(case.observable)
@@ -587,6 +616,7 @@ def test_central_difference_matches_exact_circuit_gradient(seed, family, n):
     case = dr.random_case(seed, family, n, shared_parameters=bool(seed % 2))
     x = np.array(case.parameters) + 0.1
     exact = case.exact_gradient(x)
-    np.testing.assert_allclose(case.finite_difference_gradient(x), exact, atol=1e-8,
-                               err_msg=f"seed={seed}")
+    np.testing.assert_allclose(
+        case.finite_difference_gradient(x), exact, atol=1e-8, err_msg=f"seed={seed}"
+    )
     assert np.any(np.abs(exact) > 1e-3), f"seed={seed}: gradient trivially zero"

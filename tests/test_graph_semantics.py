@@ -208,7 +208,9 @@ def test_argument_errors_leave_the_propagator_usable():
     with pytest.raises(RuntimeError, match="non-empty graph"):
         prop.propagate(Circuit([ExpGate(PauliOperator({"XI": 1.0}, 2))], 2, parameters=[0.3]))
     with pytest.raises(RuntimeError, match="length of parameters"):
-        prop.build_graph(Circuit([ExpGate(PauliOperator({"IX": 1.0}, 2))], 2), seed_parameters=[1.0])
+        prop.build_graph(
+            Circuit([ExpGate(PauliOperator({"IX": 1.0}, 2))], 2), seed_parameters=[1.0]
+        )
     with pytest.raises(RuntimeError, match="not found in the operator"):
         prop.update_initial_operator(PauliOperator({"XX": 1.0}, 2))
     assert prop.expectation_value([0.1, 0.2]) == value
@@ -217,7 +219,9 @@ def test_argument_errors_leave_the_propagator_usable():
 
 def test_progress_is_reported_only_when_asked(capfd):
     prop = PauliPropagator(PauliOperator({"ZZZ": 1.0}, 3), [], cutoff=3)
-    circuit = Circuit([ExpGate(PauliOperator({"XII": 1.0}, 3)), ExpGate(PauliOperator({"IYI": 1.0}, 3))], 3)
+    circuit = Circuit(
+        [ExpGate(PauliOperator({"XII": 1.0}, 3)), ExpGate(PauliOperator({"IYI": 1.0}, 3))], 3
+    )
     prop.build_graph(circuit)
     assert capfd.readouterr().err == ""
     prop.build_graph(circuit, progress=True)

@@ -50,8 +50,7 @@ def gate(family, n=2, index=None):
 
 
 def one_gate_circuit(family, parameters=(0.3,), n=2, initial_state=None):
-    return Circuit([gate(family, n)], n, parameters=list(parameters),
-                   initial_state=initial_state)
+    return Circuit([gate(family, n)], n, parameters=list(parameters), initial_state=initial_state)
 
 
 def propagator(family, state=(), n=2, **config):
@@ -82,10 +81,10 @@ def assert_graph_intact(prop, family, state=()):
     """The one-gate graph is still there and still evaluates correctly."""
     assert prop.graph_layers == 1
     assert prop.n_parameters == 1
-    assert prop.expectation_value([0.3]) == pytest.approx(value_at(family, 0.3, state),
-                                                          abs=1e-12)
-    np.testing.assert_allclose(prop.gradient([0.3]),
-                               [-2 * math.sin(0.6) * reference_sign(family, state)], atol=1e-12)
+    assert prop.expectation_value([0.3]) == pytest.approx(value_at(family, 0.3, state), abs=1e-12)
+    np.testing.assert_allclose(
+        prop.gradient([0.3]), [-2 * math.sin(0.6) * reference_sign(family, state)], atol=1e-12
+    )
 
 
 def assert_fresh_and_usable(prop, family, state=()):
@@ -103,10 +102,11 @@ def assert_fresh_and_usable(prop, family, state=()):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("n,fragment", [(0, "num_modes must be > 0"),
-                                        (1025, "num_modes must be <= 1024")])
+@pytest.mark.parametrize(
+    "n,fragment", [(0, "num_modes must be > 0"), (1025, "num_modes must be <= 1024")]
+)
 def test_number_of_modes_invalid(family, n, fragment):
-    op = (PauliOperator({}, n) if family == "pauli" else MajoranaOperator({}, n))
+    op = PauliOperator({}, n) if family == "pauli" else MajoranaOperator({}, n)
     cls = PauliPropagator if family == "pauli" else MajoranaPropagator
     with pytest.raises(NumberOfModesInvalidError, match="Number of Fermionic modes") as info:
         cls(op, [], cutoff=4)
@@ -115,8 +115,11 @@ def test_number_of_modes_invalid(family, n, fragment):
     assert str(n) in str(info.value)
     # The limits themselves are accepted.
     for ok in (1, 1024):
-        op = (PauliOperator({"Z" + "I" * (ok - 1): 1.0}, ok) if family == "pauli"
-              else MajoranaOperator({(0, 1): 1j}, ok))
+        op = (
+            PauliOperator({"Z" + "I" * (ok - 1): 1.0}, ok)
+            if family == "pauli"
+            else MajoranaOperator({(0, 1): 1j}, ok)
+        )
         prop = cls(op, [0], cutoff=4)
         assert prop.num_modes == ok
         assert prop.expectation_value() == pytest.approx(-1.0 if family == "pauli" else 1.0)
@@ -124,16 +127,20 @@ def test_number_of_modes_invalid(family, n, fragment):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_upper_below_lower_at_construction(family):
-    with pytest.raises(RuntimeError, match=re.escape(
-            "upper_atol (0.1) must be greater than or equal to lower_atol (0.5)")):
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("upper_atol (0.1) must be greater than or equal to lower_atol (0.5)"),
+    ):
         propagator(family, lower_atol=0.5, upper_atol=0.1)
     prop = propagator(family, lower_atol=0.5, upper_atol=0.5)  # equal is allowed
     prop.build_graph(one_gate_circuit(family))
     assert prop.expectation_value([0.3]) == pytest.approx(value_at(family, 0.3), abs=1e-12)
 
 
-@pytest.mark.parametrize("terms", [{(0, 1): 1.0}, {(0,): 1j}, {(0, 1, 2, 3): 1j},
-                                   {(0, 1, 2): 1.0}, {(0, 1): 1j, (2, 3): 0.5}])
+@pytest.mark.parametrize(
+    "terms",
+    [{(0, 1): 1.0}, {(0,): 1j}, {(0, 1, 2, 3): 1j}, {(0, 1, 2): 1.0}, {(0, 1): 1j, (2, 3): 0.5}],
+)
 def test_non_hermitian_observable(terms):
     with pytest.raises(RuntimeError, match="Non-Hermitian coeffs detected"):
         MajoranaPropagator(MajoranaOperator(terms, 2), [], cutoff=4)
@@ -151,8 +158,7 @@ def test_non_hermitian_fermi_observable():
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("state,named", [([7], "7"), ([-1], "-1"), ([0, 5], "5"),
-                                         ([0.5], "0.5")])
+@pytest.mark.parametrize("state,named", [([7], "7"), ([-1], "-1"), ([0, 5], "5"), ([0.5], "0.5")])
 def test_invalid_initial_state_entries(family, state, named):
     with pytest.raises(ValueError) as info:
         propagator(family, state=state)
@@ -179,7 +185,8 @@ def test_bad_cutoff_at_construction(family, bad):
         propagator(family, cutoff=bad)
     assert propagator(family, cutoff=True).cutoff == 1  # bool accepted as int
     assert propagator(family, cutoff=0).expectation_value() == pytest.approx(
-        1.0 if family == "pauli" else -1.0)
+        1.0 if family == "pauli" else -1.0
+    )
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -203,8 +210,12 @@ def test_bad_atol_type_at_construction(family, name):
 
 
 def test_bad_cutoff_type_at_construction():
-    with pytest.raises(ValueError, match=re.escape(
-            "Unknown CutoffType string: 'bad'. Valid options are: 'length', 'support'.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "Unknown CutoffType string: 'bad'. Valid options are: 'length', 'support'."
+        ),
+    ):
         propagator("majorana", cutoff_type="bad")
     with pytest.raises(TypeError):
         propagator("majorana", cutoff_type=1)
@@ -448,8 +459,12 @@ def test_seed_parameters_wrong_length(family):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_propagate_unbound_circuit(family):
     prop = propagator(family)
-    with pytest.raises(RuntimeError, match=re.escape(
-            "The length of parameters (0) must be the same as max(parameter_mapping)+1 (1).")):
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "The length of parameters (0) must be the same as max(parameter_mapping)+1 (1)."
+        ),
+    ):
         prop.propagate(one_gate_circuit(family, parameters=()))
     assert prop.n_parameters == 0
     assert prop.expectation_value() == pytest.approx(value_at(family, 0.0))
@@ -474,11 +489,15 @@ def test_propagate_with_stored_graph(family):
 def two_gate_three_layer(family):
     """Gate 0 has two commuting terms (2 layers), gate 1 one term: mapping [0, 0, 1]."""
     if family == "pauli":
-        gates = [ExpGate(PauliOperator({"XI": 1.0, "IX": 0.5}, 2)),
-                 ExpGate(PauliOperator({"YY": 0.7}, 2))]
+        gates = [
+            ExpGate(PauliOperator({"XI": 1.0, "IX": 0.5}, 2)),
+            ExpGate(PauliOperator({"YY": 0.7}, 2)),
+        ]
     else:
-        gates = [ExpGate(MajoranaOperator({(1, 2): 1j, (0, 3): 0.5j}, 2)),
-                 ExpGate(MajoranaOperator({(0, 2): 0.7j}, 2))]
+        gates = [
+            ExpGate(MajoranaOperator({(1, 2): 1j, (0, 3): 0.5j}, 2)),
+            ExpGate(MajoranaOperator({(0, 2): 0.7j}, 2)),
+        ]
     prop = propagator(family)
     prop.build_graph(Circuit(gates, 2))
     return prop
@@ -509,8 +528,14 @@ def test_parameter_mapping_setter_errors(family):
 # Evaluation (§5.4, §5.6)
 # ---------------------------------------------------------------------------------------
 
-EVALUATORS = ["expectation_value", "expval", "gradient", "grad",
-              "expectation_value_and_gradient", "expval_and_grad"]
+EVALUATORS = [
+    "expectation_value",
+    "expval",
+    "gradient",
+    "grad",
+    "expectation_value_and_gradient",
+    "expval_and_grad",
+]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -519,8 +544,10 @@ EVALUATORS = ["expectation_value", "expval", "gradient", "grad",
 def test_wrong_parameter_vector_length(family, method, params):
     prop = built(family)
     k = 0 if params is None else len(params)
-    message = (f"Invalid functional call. Parameter length {k} does not match the expected "
-               f"number of parameters 1.")
+    message = (
+        f"Invalid functional call. Parameter length {k} does not match the expected "
+        f"number of parameters 1."
+    )
     with pytest.raises(RuntimeError, match=re.escape(message)):
         getattr(prop, method)(params)
     assert_graph_intact(prop, family)
@@ -581,8 +608,12 @@ def test_evolved_operator_needs_parameters_with_graph(family):
 # Functionals (§5.5)
 # ---------------------------------------------------------------------------------------
 
-FUNCTIONALS = ["expectation_value_functional", "expval_functional",
-               "expectation_value_and_gradient_functional", "expval_and_grad_functional"]
+FUNCTIONALS = [
+    "expectation_value_functional",
+    "expval_functional",
+    "expectation_value_and_gradient_functional",
+    "expval_and_grad_functional",
+]
 
 
 def call_value(fn, params):
@@ -652,8 +683,9 @@ def test_functional_wrong_parameter_length(family, factory):
 def test_majorana_coefficient_queries():
     prop = propagator("majorana")
     good = [(0, 1), Majorana(0, 1), [0, 1], np.array([0, 1]), (0, 2)]
-    np.testing.assert_allclose(prop.evolved_operator_coefficients(good),
-                               [1j, 1j, 1j, 1j, 0.0], atol=1e-15)
+    np.testing.assert_allclose(
+        prop.evolved_operator_coefficients(good), [1j, 1j, 1j, 1j, 0.0], atol=1e-15
+    )
     with pytest.raises(ValueError, match="distinct and sorted"):
         prop.evolved_operator_coefficients([(1, 0)])
     with pytest.raises(ValueError, match="distinct and sorted"):
@@ -661,26 +693,26 @@ def test_majorana_coefficient_queries():
     for bad in ("01", 5):
         with pytest.raises(TypeError):
             prop.evolved_operator_coefficients([bad])
-    with pytest.raises(RuntimeError, match=re.escape(
-            "Majorana index 9 is out of range; must be less than 4.")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("Majorana index 9 is out of range; must be less than 4.")
+    ):
         prop.evolved_operator_coefficients([(0, 9)])
-    np.testing.assert_allclose(prop.evolved_operator_coefficients(good),
-                               [1j, 1j, 1j, 1j, 0.0], atol=1e-15)
+    np.testing.assert_allclose(
+        prop.evolved_operator_coefficients(good), [1j, 1j, 1j, 1j, 0.0], atol=1e-15
+    )
     assert prop.expectation_value() == pytest.approx(-1.0)
 
 
 def test_pauli_coefficient_queries():
     prop = propagator("pauli")
     good = [Pauli("ZZ"), Pauli("X", 1)]
-    np.testing.assert_allclose(prop.evolved_operator_coefficients(good), [1.0, 0.0],
-                               atol=1e-15)
+    np.testing.assert_allclose(prop.evolved_operator_coefficients(good), [1.0, 0.0], atol=1e-15)
     for bad in ("ZZ", (0, 1), Majorana(0, 1)):
         with pytest.raises(TypeError):
             prop.evolved_operator_coefficients([bad])
     with pytest.raises(RuntimeError, match="Pauli index 9 is out of range"):
         prop.evolved_operator_coefficients([Pauli("X", 9)])
-    np.testing.assert_allclose(prop.evolved_operator_coefficients(good), [1.0, 0.0],
-                               atol=1e-15)
+    np.testing.assert_allclose(prop.evolved_operator_coefficients(good), [1.0, 0.0], atol=1e-15)
     assert prop.expectation_value() == pytest.approx(1.0)
 
 
@@ -690,11 +722,11 @@ def test_pauli_coefficient_queries():
 
 
 def test_heisenberg_update_with_unknown_term():
-    prop = MajoranaPropagator(MajoranaOperator({(0, 1): 1j, (2, 3): 1j, (): 0.5}, 2), [],
-                              cutoff=4)
+    prop = MajoranaPropagator(MajoranaOperator({(0, 1): 1j, (2, 3): 1j, (): 0.5}, 2), [], cutoff=4)
     assert prop.expectation_value() == pytest.approx(-1.5)
-    with pytest.raises(RuntimeError, match=re.escape(
-            "Operator term [0, 2] not found in the operator.")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("Operator term [0, 2] not found in the operator.")
+    ):
         prop.update_initial_operator(MajoranaOperator({(0, 2): 1j}, 2))
     assert prop.expectation_value() == pytest.approx(-1.5)
     # Listed terms updated, other non-identity terms zeroed, identity kept.
@@ -714,8 +746,12 @@ def test_pauli_heisenberg_update_with_unknown_term():
 
 @pytest.mark.parametrize("schrodinger_cutoff", [None, 4])
 def test_non_hermitian_update(schrodinger_cutoff):
-    prop = MajoranaPropagator(MajoranaOperator({(0, 1): 1j, (2, 3): 1j}, 2), [], cutoff=4,
-                              schrodinger_cutoff=schrodinger_cutoff)
+    prop = MajoranaPropagator(
+        MajoranaOperator({(0, 1): 1j, (2, 3): 1j}, 2),
+        [],
+        cutoff=4,
+        schrodinger_cutoff=schrodinger_cutoff,
+    )
     assert prop.expectation_value() == pytest.approx(-2.0)
     with pytest.raises(RuntimeError, match="Non-Hermitian coeffs detected"):
         prop.update_initial_operator(MajoranaOperator({(0, 1): 1.0}, 2))
@@ -725,8 +761,7 @@ def test_non_hermitian_update(schrodinger_cutoff):
 
 
 def test_schrodinger_update_replaces_observable():
-    prop = MajoranaPropagator(MajoranaOperator({(0, 3): 1j}, 2), [], cutoff=4,
-                              schrodinger_cutoff=4)
+    prop = MajoranaPropagator(MajoranaOperator({(0, 3): 1j}, 2), [], cutoff=4, schrodinger_cutoff=4)
     assert prop.expectation_value() == pytest.approx(0.0, abs=1e-15)
     prop.update_initial_operator(MajoranaOperator({(0, 1): 2j}, 2))  # a new term is fine
     assert prop.expectation_value() == pytest.approx(-2.0)

@@ -64,8 +64,9 @@ def test_vector_1_from_circuit_evolved_operator():
     assert all(isinstance(c, float) for c in evolved.terms.values())
     # Reference.
     u = dr.circuit_unitary([dr.pauli_string_matrix("XI")], [0.3])
-    ref = dr.real_coefficients(dr.pauli_decompose(
-        dr.heisenberg_operator(dr.pauli_string_matrix("ZZ"), u), 2))
+    ref = dr.real_coefficients(
+        dr.pauli_decompose(dr.heisenberg_operator(dr.pauli_string_matrix("ZZ"), u), 2)
+    )
     assert_terms_close(terms, ref, 1e-11)
     assert prop.expectation_value() == pytest.approx(COS06, abs=1e-12)
     assert prop.graph_layers == 0
@@ -98,7 +99,8 @@ def test_vector_1_graph(bound):
     obs, gens = dr.pauli_string_matrix("ZZ"), [dr.pauli_string_matrix("XI")]
     for theta in (-0.8, 1.1):
         assert prop.expval([theta]) == pytest.approx(
-            dr.circuit_expectation(obs, [], 2, gens, [theta]), abs=1e-12)
+            dr.circuit_expectation(obs, [], 2, gens, [theta]), abs=1e-12
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -115,8 +117,7 @@ def test_vector_2_majorana_graph(bound):
     assert isinstance(evolved, MajoranaOperator)
     assert evolved.num_modes == 2
     assert set(evolved.terms) == {(0, 1), (0, 2)}
-    assert_terms_close(evolved.terms, {(0, 1): 0.82533561491j, (0, 2): -0.564642473395j},
-                       ROUNDED)
+    assert_terms_close(evolved.terms, {(0, 1): 0.82533561491j, (0, 2): -0.564642473395j}, ROUNDED)
     assert prop.expectation_value([0.3]) == pytest.approx(-0.8253356149096783, abs=1e-12)
     np.testing.assert_allclose(prop.gradient([0.3]), [1.1292849467900707], rtol=0, atol=1e-12)
     contracted = prop.contract_partially([0.3], inplace=False)
@@ -124,8 +125,9 @@ def test_vector_2_majorana_graph(bound):
     # Reference.
     obs = dr.majorana_operator_matrix({(0, 1): 1j}, 2)
     u = dr.circuit_unitary([dr.majorana_operator_matrix({(1, 2): 1j}, 2)], [0.3])
-    assert_terms_close(evolved.terms,
-                       dr.majorana_decompose(dr.heisenberg_operator(obs, u), 2), 1e-11)
+    assert_terms_close(
+        evolved.terms, dr.majorana_decompose(dr.heisenberg_operator(obs, u), 2), 1e-11
+    )
     assert dr.expectation(obs, [], 2, u) == pytest.approx(prop.expval([0.3]), abs=1e-12)
 
 
@@ -140,13 +142,15 @@ def test_vector_3_pauli_initial_state():
     prop = PauliPropagator(PauliOperator(terms, n), [0, 1, 3], cutoff=4)
     assert prop.expectation_value() == pytest.approx(-911.0, abs=1e-12)
     assert dr.expectation(dr.pauli_operator_matrix(terms, n), [0, 1, 3], n) == pytest.approx(
-        prop.expectation_value(), abs=1e-12)
+        prop.expectation_value(), abs=1e-12
+    )
 
 
 def test_vector_3_majorana_initial_state():
     n = 3
-    weighted = FermiOperator([[(j, "+"), (j, "-")] for j in range(n)],
-                             [10.0**j for j in range(n)], n)
+    weighted = FermiOperator(
+        [[(j, "+"), (j, "-")] for j in range(n)], [10.0**j for j in range(n)], n
+    )
     prop = MajoranaPropagator(weighted, [1, 2], cutoff=6)
     assert prop.expectation_value() == pytest.approx(110.0, abs=1e-12)
     dense = sum(10.0**j * dr.number_matrix(j, n) for j in range(n))
@@ -177,8 +181,9 @@ def test_vector_4_hopping_from_circuit():
 
 @pytest.mark.parametrize("schrodinger_cutoff", [None, 4])
 def test_vector_4_hopping_graph_and_gradient(schrodinger_cutoff):
-    prop = MajoranaPropagator(number_operator(1, 2), [0], cutoff=4,
-                              schrodinger_cutoff=schrodinger_cutoff)
+    prop = MajoranaPropagator(
+        number_operator(1, 2), [0], cutoff=4, schrodinger_cutoff=schrodinger_cutoff
+    )
     prop.build_graph(Circuit([hopping_gate()], 2, parameters=[0.25]))
     assert prop.expval([0.25]) == pytest.approx(0.061208719054813676, abs=1e-12)
     # d/dtheta sin^2(theta) = sin(2 theta).
@@ -226,20 +231,20 @@ def test_vector_6_contract_without_gates_and_update():
 
 
 def test_vector_7_structural_length_4_gate():
-    circuit = Circuit.from_dense_arrays([(1, 2, 3, 4)], [1.0], [0], 5,
-                                        parameters=[math.pi / 6])
-    prop = MajoranaPropagator.from_circuit(circuit, MajoranaOperator({(0, 1): 1j}, 5),
-                                           cutoff=10)
+    circuit = Circuit.from_dense_arrays([(1, 2, 3, 4)], [1.0], [0], 5, parameters=[math.pi / 6])
+    prop = MajoranaPropagator.from_circuit(circuit, MajoranaOperator({(0, 1): 1j}, 5), cutoff=10)
     expected = {(0, 1): 0.5j, (0, 2, 3, 4): -0.8660254037844386}
     evolved = prop.evolved_operator().terms
     assert set(evolved) == set(expected)
     assert_terms_close(evolved, expected, 1e-12)
     # Reference with c = -g i^{C(w,2)}.
-    gens = [dr.majorana_operator_matrix({(1, 2, 3, 4): dr.structural_to_bare((1, 2, 3, 4), 1.0)},
-                                        5)]
+    gens = [
+        dr.majorana_operator_matrix({(1, 2, 3, 4): dr.structural_to_bare((1, 2, 3, 4), 1.0)}, 5)
+    ]
     u = dr.circuit_unitary(gens, [math.pi / 6])
     ref = dr.majorana_decompose(
-        dr.heisenberg_operator(dr.majorana_operator_matrix({(0, 1): 1j}, 5), u), 5)
+        dr.heisenberg_operator(dr.majorana_operator_matrix({(0, 1): 1j}, 5), u), 5
+    )
     assert_terms_close(evolved, ref, 1e-11)
 
 
@@ -275,16 +280,19 @@ ITEM8_EXPECTED = {
 
 def test_vector_8_non_fermionic_propagate():
     # One parameter index per monomial (the four monomials form four gates).
-    circuit = Circuit.from_dense_arrays(ITEM8_MAJORANAS, ITEM8_G, [0, 1, 2, 3], 2,
-                                        parameters=ITEM8_PARAMS)
+    circuit = Circuit.from_dense_arrays(
+        ITEM8_MAJORANAS, ITEM8_G, [0, 1, 2, 3], 2, parameters=ITEM8_PARAMS
+    )
     assert len(circuit) == 4
     prop = MajoranaPropagator(MajoranaOperator({(1, 2, 3): -1j}, 2), [], cutoff=4)
     prop.propagate(circuit)
     evolved = prop.evolved_operator().terms
     assert set(evolved) == set(ITEM8_EXPECTED)
     assert_terms_close(evolved, ITEM8_EXPECTED, 1e-11)
-    gens = [dr.majorana_operator_matrix({m: dr.structural_to_bare(m, g)}, 2)
-            for m, g in zip(ITEM8_MAJORANAS, ITEM8_G, strict=True)]
+    gens = [
+        dr.majorana_operator_matrix({m: dr.structural_to_bare(m, g)}, 2)
+        for m, g in zip(ITEM8_MAJORANAS, ITEM8_G, strict=True)
+    ]
     u = dr.circuit_unitary(gens, ITEM8_PARAMS)
     obs = dr.majorana_operator_matrix({(1, 2, 3): -1j}, 2)
     assert_terms_close(evolved, dr.majorana_decompose(dr.heisenberg_operator(obs, u), 2), 1e-11)
@@ -304,8 +312,12 @@ B_THEN_A = -0.3261424686
 
 def item9_circuit(spec):
     gates, params = spec
-    return Circuit([ExpGate(PauliOperator({s: c}, 3)) for s, c in gates], 3,
-                   parameters=params, initial_state=[0])
+    return Circuit(
+        [ExpGate(PauliOperator({s: c}, 3)) for s, c in gates],
+        3,
+        parameters=params,
+        initial_state=[0],
+    )
 
 
 def item9_dense(*specs):
@@ -322,8 +334,9 @@ def item9_dense(*specs):
 
 
 def item9_propagator(schrodinger):
-    return PauliPropagator(PauliOperator(ITEM9_OBS, 3), [0], cutoff=6,
-                           schrodinger_cutoff=3 if schrodinger else None)
+    return PauliPropagator(
+        PauliOperator(ITEM9_OBS, 3), [0], cutoff=6, schrodinger_cutoff=3 if schrodinger else None
+    )
 
 
 def test_vector_9_dense_reference_values():

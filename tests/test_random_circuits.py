@@ -49,8 +49,7 @@ def one_shot_case(family: str, seed: int) -> dr.RandomCase:
 
 @functools.cache
 def shared_case(family: str, seed: int) -> dr.RandomCase:
-    return dr.random_case(10_000 + seed, family, system_size(family, seed),
-                          shared_parameters=True)
+    return dr.random_case(10_000 + seed, family, system_size(family, seed), shared_parameters=True)
 
 
 def operator(case: dr.RandomCase, terms: dict):
@@ -64,8 +63,12 @@ def circuit(case: dr.RandomCase, *, bound: bool = True, with_state: bool = True)
         ExpGate(operator(case, gen), None if case.mapping is None else case.mapping[i])
         for i, gen in enumerate(case.generators)
     ]
-    return Circuit(gates, case.n, parameters=list(case.parameters) if bound else [],
-                   initial_state=list(case.occupied) if with_state else None)
+    return Circuit(
+        gates,
+        case.n,
+        parameters=list(case.parameters) if bound else [],
+        initial_state=list(case.occupied) if with_state else None,
+    )
 
 
 def propagator_class(case: dr.RandomCase):
@@ -148,8 +151,9 @@ def test_one_shot_matches_dense(family, seed, picture):
 def test_graph_value_gradient_and_operator_match_dense(family, seed, picture):
     case = shared_case(family, seed)
     context = describe(case, seed, picture) + f" mapping={case.mapping}"
-    prop = propagator_class(case)(operator(case, case.observable), list(case.occupied),
-                                  **picture_config(case, picture))
+    prop = propagator_class(case)(
+        operator(case, case.observable), list(case.occupied), **picture_config(case, picture)
+    )
     # Even seeds seed the build with the circuit's parameters, odd seeds build structurally.
     prop.build_graph(circuit(case, bound=seed % 2 == 0))
     assert prop.n_parameters == len(case.parameters), context

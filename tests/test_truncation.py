@@ -44,13 +44,15 @@ def dense_heisenberg_majorana(observable, monomial, theta, n):
     gen = dr.majorana_operator_matrix({monomial: dr.structural_to_bare(monomial, 1.0)}, n)
     u = dr.circuit_unitary([gen], [theta])
     return dr.majorana_decompose(
-        dr.heisenberg_operator(dr.majorana_operator_matrix(observable, n), u), n)
+        dr.heisenberg_operator(dr.majorana_operator_matrix(observable, n), u), n
+    )
 
 
 def dense_heisenberg_pauli(observable, generator, theta, n):
     u = dr.circuit_unitary([dr.pauli_operator_matrix(generator, n)], [theta])
-    return dr.real_coefficients(dr.pauli_decompose(
-        dr.heisenberg_operator(dr.pauli_operator_matrix(observable, n), u), n))
+    return dr.real_coefficients(
+        dr.pauli_decompose(dr.heisenberg_operator(dr.pauli_operator_matrix(observable, n), u), n)
+    )
 
 
 def run_majorana(observable, n, monomial, theta, *, route, **config):
@@ -96,48 +98,61 @@ def test_example_a_hand_values_match_dense():
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("config,kept", [
-    ({"cutoff": 3}, False),
-    ({"cutoff": 4}, True),
-    ({"cutoff": 1, "upper_atol": 0.49}, True),
-    ({"cutoff": 1, "upper_atol": 1.0}, False),
-    ({"cutoff": 4, "lower_atol": 0.9}, False),
-    ({"cutoff": 4, "lower_atol": 0.1}, True),
-], ids=["cutoff3", "cutoff4", "upper0.49", "upper1.0", "lower0.9", "lower0.1"])
+@pytest.mark.parametrize(
+    "config,kept",
+    [
+        ({"cutoff": 3}, False),
+        ({"cutoff": 4}, True),
+        ({"cutoff": 1, "upper_atol": 0.49}, True),
+        ({"cutoff": 1, "upper_atol": 1.0}, False),
+        ({"cutoff": 4, "lower_atol": 0.9}, False),
+        ({"cutoff": 4, "lower_atol": 0.1}, True),
+    ],
+    ids=["cutoff3", "cutoff4", "upper0.49", "upper1.0", "lower0.9", "lower0.1"],
+)
 def test_example_a_cutoff_and_atols(config, kept, route):
     prop, terms = run_majorana(EX_A_OBS, 5, (1, 2, 3, 4), math.pi / 6, route=route, **config)
     assert_terms(terms, EX_A_KEPT if kept else EX_A_DROPPED, f"{config} {route}")
     assert prop.size() == (2 if kept else 1)
     # Vacuum: only i m0m1 = -Z0 contributes.
     assert prop.expectation_value(None if route == "propagate" else [math.pi / 6]) == (
-        pytest.approx(-0.5, abs=1e-12))
+        pytest.approx(-0.5, abs=1e-12)
+    )
     if route == "graph":
         # (n_cos_only, n_cycles): a dropped sine partner leaves a cos-only entry.
         assert prop.graph_size() == ((0, 1) if kept else (1, 0))
 
 
-@pytest.mark.parametrize("config,kept", [
-    ({"cutoff": 4, "lower_atol": 0.9}, True),   # structural build: lower_atol never drops
-    ({"cutoff": 1, "upper_atol": 0.49}, False),  # structural build: upper_atol never rescues
-    ({"cutoff": 3}, False),
-    ({"cutoff": 4}, True),
-])
+@pytest.mark.parametrize(
+    "config,kept",
+    [
+        ({"cutoff": 4, "lower_atol": 0.9}, True),  # structural build: lower_atol never drops
+        ({"cutoff": 1, "upper_atol": 0.49}, False),  # structural build: upper_atol never rescues
+        ({"cutoff": 3}, False),
+        ({"cutoff": 4}, True),
+    ],
+)
 def test_example_a_structural_build_ignores_atols(config, kept):
     prop = MajoranaPropagator(MajoranaOperator(EX_A_OBS, 5), [], **config)
     prop.build_graph(structural_gate((1, 2, 3, 4), 5))  # unbound: no seed
-    assert_terms(prop.evolved_operator([math.pi / 6]).terms,
-                 EX_A_KEPT if kept else EX_A_DROPPED, str(config))
+    assert_terms(
+        prop.evolved_operator([math.pi / 6]).terms, EX_A_KEPT if kept else EX_A_DROPPED, str(config)
+    )
 
 
-@pytest.mark.parametrize("config,kept", [
-    ({"cutoff": 4, "lower_atol": 0.9}, False),
-    ({"cutoff": 1, "upper_atol": 0.49}, True),
-])
+@pytest.mark.parametrize(
+    "config,kept",
+    [
+        ({"cutoff": 4, "lower_atol": 0.9}, False),
+        ({"cutoff": 1, "upper_atol": 0.49}, True),
+    ],
+)
 def test_example_a_seed_parameters_make_build_coefficient_informed(config, kept):
     prop = MajoranaPropagator(MajoranaOperator(EX_A_OBS, 5), [], **config)
     prop.build_graph(structural_gate((1, 2, 3, 4), 5), seed_parameters=[math.pi / 6])
-    assert_terms(prop.evolved_operator([math.pi / 6]).terms,
-                 EX_A_KEPT if kept else EX_A_DROPPED, str(config))
+    assert_terms(
+        prop.evolved_operator([math.pi / 6]).terms, EX_A_KEPT if kept else EX_A_DROPPED, str(config)
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -155,7 +170,8 @@ EX_B_46 = {(0, 1, 2, 4): C06, (0, 1, 2, 6): S06}
 @pytest.mark.parametrize("monomial,expected", [((3, 4), EX_B_34), ((4, 6), EX_B_46)])
 def test_example_b_hand_values_match_dense(monomial, expected):
     worst, _ = dr.max_coefficient_difference(
-        dense_heisenberg_majorana(EX_B_OBS, monomial, 0.3, 4), expected)
+        dense_heisenberg_majorana(EX_B_OBS, monomial, 0.3, 4), expected
+    )
     assert worst < 1e-12
 
 
@@ -170,8 +186,9 @@ def test_example_b_fully_paired_partner_kept_beyond_cutoff(route):
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("upper_atol,kept", [(None, False), (0.1, True), (0.6, False)])
 def test_example_b_unpaired_partner_dropped_unless_upper_atol(route, upper_atol, kept):
-    prop, terms = run_majorana(EX_B_OBS, 4, (4, 6), 0.3, route=route, cutoff=2,
-                               upper_atol=upper_atol)
+    prop, terms = run_majorana(
+        EX_B_OBS, 4, (4, 6), 0.3, route=route, cutoff=2, upper_atol=upper_atol
+    )
     assert_terms(terms, EX_B_46 if kept else {(0, 1, 2, 4): C06}, f"upper={upper_atol}")
 
 
@@ -189,17 +206,25 @@ EX_C_DROPPED = {(0, 4): 1j * C06}
 
 def test_example_c_hand_values_match_dense():
     worst, _ = dr.max_coefficient_difference(
-        dense_heisenberg_majorana(EX_C_OBS, (1, 2, 4), 0.3, 3), EX_C_KEPT)
+        dense_heisenberg_majorana(EX_C_OBS, (1, 2, 4), 0.3, 3), EX_C_KEPT
+    )
     assert worst < 1e-12
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("cutoff_type,cutoff,kept", [
-    ("length", 2, False), ("length", 3, True), ("support", 2, True), ("support", 1, False),
-])
+@pytest.mark.parametrize(
+    "cutoff_type,cutoff,kept",
+    [
+        ("length", 2, False),
+        ("length", 3, True),
+        ("support", 2, True),
+        ("support", 1, False),
+    ],
+)
 def test_example_c_length_versus_support(route, cutoff_type, cutoff, kept):
-    _, terms = run_majorana(EX_C_OBS, 3, (1, 2, 4), 0.3, route=route, cutoff=cutoff,
-                            cutoff_type=cutoff_type)
+    _, terms = run_majorana(
+        EX_C_OBS, 3, (1, 2, 4), 0.3, route=route, cutoff=cutoff, cutoff_type=cutoff_type
+    )
     assert_terms(terms, EX_C_KEPT if kept else EX_C_DROPPED, f"{cutoff_type} {cutoff}")
 
 
@@ -228,7 +253,8 @@ def test_pauli_z_string_partner_kept_beyond_cutoff(route):
     assert_terms(dense_heisenberg_pauli({"XZZI": 1.0}, {"YIII": 1.0}, 0.3, 4), expected)
     # The Z-string is what the vacuum sees.
     assert prop.expectation_value(None if route == "propagate" else [0.3]) == pytest.approx(
-        -S06, abs=1e-12)
+        -S06, abs=1e-12
+    )
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -262,14 +288,14 @@ def ex_e_expected(theta):
 @pytest.mark.parametrize("theta", [0.01, math.pi / 4 - 0.01, 0.3])
 def test_example_e_hand_values_match_dense(theta):
     worst, _ = dr.max_coefficient_difference(
-        dense_heisenberg_majorana({(0, 2): 1j}, (2, 3), theta, 2), ex_e_expected(theta))
+        dense_heisenberg_majorana({(0, 2): 1j}, (2, 3), theta, 2), ex_e_expected(theta)
+    )
     assert worst < 1e-12
 
 
 @pytest.mark.parametrize("route", ROUTES)
 def test_example_e_lower_atol_drops_small_partner(route):
-    prop, terms = run_majorana({(0, 2): 1j}, 2, (2, 3), 0.01, route=route, cutoff=4,
-                               lower_atol=0.1)
+    prop, terms = run_majorana({(0, 2): 1j}, 2, (2, 3), 0.01, route=route, cutoff=4, lower_atol=0.1)
     assert_terms(terms, {(0, 2): 1j * math.cos(0.02)})
     if route == "graph":
         assert prop.graph_size() == (1, 0)
@@ -278,8 +304,9 @@ def test_example_e_lower_atol_drops_small_partner(route):
 @pytest.mark.parametrize("route", ROUTES)
 def test_example_e_cos_branch_never_dropped(route):
     theta = math.pi / 4 - 0.01  # cos(2 theta) = sin(0.02) ~ 0.02 < lower_atol
-    prop, terms = run_majorana({(0, 2): 1j}, 2, (2, 3), theta, route=route, cutoff=4,
-                               lower_atol=0.1)
+    prop, terms = run_majorana(
+        {(0, 2): 1j}, 2, (2, 3), theta, route=route, cutoff=4, lower_atol=0.1
+    )
     assert_terms(terms, ex_e_expected(theta))
     assert abs(terms[(0, 2)]) == pytest.approx(math.sin(0.02), abs=1e-11)
     if route == "graph":
@@ -293,17 +320,21 @@ FULLY_PAIRED_KEPT = {(0, 2): 1j * math.cos(0.02), (0, 1): -1j * math.sin(0.02)}
 
 def test_fully_paired_small_partner_hand_values_match_dense():
     worst, _ = dr.max_coefficient_difference(
-        dense_heisenberg_majorana({(0, 2): 1j}, (1, 2), 0.01, 2), FULLY_PAIRED_KEPT)
+        dense_heisenberg_majorana({(0, 2): 1j}, (1, 2), 0.01, 2), FULLY_PAIRED_KEPT
+    )
     assert worst < 1e-12
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("config,kept", [
-    ({"cutoff": 0}, True),  # fully paired passes the structural test at any cutoff
-    ({"cutoff": 4, "lower_atol": 0.1}, False),  # but lower_atol still removes it
-    ({"cutoff": 0, "lower_atol": 0.1}, False),
-    ({"cutoff": 0, "lower_atol": 0.01}, True),
-])
+@pytest.mark.parametrize(
+    "config,kept",
+    [
+        ({"cutoff": 0}, True),  # fully paired passes the structural test at any cutoff
+        ({"cutoff": 4, "lower_atol": 0.1}, False),  # but lower_atol still removes it
+        ({"cutoff": 0, "lower_atol": 0.1}, False),
+        ({"cutoff": 0, "lower_atol": 0.01}, True),
+    ],
+)
 def test_lower_atol_removes_small_fully_paired_partner(route, config, kept):
     prop, terms = run_majorana({(0, 2): 1j}, 2, (1, 2), 0.01, route=route, **config)
     expected = FULLY_PAIRED_KEPT if kept else {(0, 2): 1j * math.cos(0.02)}
@@ -320,14 +351,23 @@ def test_lower_atol_removes_small_fully_paired_partner(route, config, kept):
 
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("cutoff", [0, 1, 4])
-@pytest.mark.parametrize("atols", [
-    {}, {"lower_atol": 1e-3}, {"upper_atol": 1e-3}, {"lower_atol": 1e-3, "upper_atol": 1e-2},
-    {"lower_atol": 0.5, "upper_atol": 0.5}, {"lower_atol": 10.0},
-], ids=["none", "lower", "upper", "both", "equal", "huge-lower"])
+@pytest.mark.parametrize(
+    "atols",
+    [
+        {},
+        {"lower_atol": 1e-3},
+        {"upper_atol": 1e-3},
+        {"lower_atol": 1e-3, "upper_atol": 1e-2},
+        {"lower_atol": 0.5, "upper_atol": 0.5},
+        {"lower_atol": 10.0},
+    ],
+    ids=["none", "lower", "upper", "both", "equal", "huge-lower"],
+)
 def test_held_partner_always_kept(route, cutoff, atols):
     a, b = 1.0, 1e-7
-    prop, terms = run_majorana({(0, 1): 1j, (0, 2): 1e-7j}, 2, (1, 2), 0.3, route=route,
-                               cutoff=cutoff, **atols)
+    prop, terms = run_majorana(
+        {(0, 1): 1j, (0, 2): 1e-7j}, 2, (1, 2), 0.3, route=route, cutoff=cutoff, **atols
+    )
     expected = {(0, 1): 1j * (a * C06 - b * S06), (0, 2): 1j * (b * C06 + a * S06)}
     assert_terms(terms, expected, f"cutoff={cutoff} {atols}")
     assert prop.size() == 2
@@ -354,19 +394,26 @@ def test_initial_operator_never_truncated(config):
 
 EX_H_OBS = {(0, 2): 1j, (0, 1, 2, 4, 5, 6): 1j}
 EX_H_CAPPED = {(0, 2): 1j * C06, (0, 3): 1j * S06, (0, 1, 2, 4, 5, 6): 1j}
-EX_H_FULL = {(0, 2): 1j * C06, (0, 3): 1j * S06,
-             (0, 1, 2, 4, 5, 6): 1j * C06, (0, 1, 3, 4, 5, 6): 1j * S06}
+EX_H_FULL = {
+    (0, 2): 1j * C06,
+    (0, 3): 1j * S06,
+    (0, 1, 2, 4, 5, 6): 1j * C06,
+    (0, 1, 3, 4, 5, 6): 1j * S06,
+}
 
 
 def test_only_rotate_hand_values_match_dense():
     worst, _ = dr.max_coefficient_difference(
-        dense_heisenberg_majorana(EX_H_OBS, (2, 3), 0.3, 4), EX_H_FULL)
+        dense_heisenberg_majorana(EX_H_OBS, (2, 3), 0.3, 4), EX_H_FULL
+    )
     assert worst < 1e-12
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("k,expected", [(2, EX_H_CAPPED), (5, EX_H_CAPPED), (6, EX_H_FULL),
-                                        (8, EX_H_FULL), (None, EX_H_FULL)])
+@pytest.mark.parametrize(
+    "k,expected",
+    [(2, EX_H_CAPPED), (5, EX_H_CAPPED), (6, EX_H_FULL), (8, EX_H_FULL), (None, EX_H_FULL)],
+)
 def test_only_rotate_len_k_majorana(route, k, expected):
     prop = MajoranaPropagator(MajoranaOperator(EX_H_OBS, 4), [], cutoff=8)
     circuit = structural_gate((2, 3), 4, 0.3)
@@ -380,16 +427,21 @@ def test_only_rotate_len_k_majorana(route, k, expected):
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("observable,k,expected", [
-    # Z counts as 2 slots: capped at k=1, rotated at k=2. Z X = iY -> -sin Y.
-    ({"ZI": 1.0}, 1, {"ZI": 1.0}),
-    ({"ZI": 1.0}, 2, {"ZI": C06, "YI": -S06}),
-    # Y is 1 slot: rotated at k=1. Y X = -iZ -> +sin Z.
-    ({"YI": 1.0}, 1, {"YI": C06, "ZI": S06}),
-])
+@pytest.mark.parametrize(
+    "observable,k,expected",
+    [
+        # Z counts as 2 slots: capped at k=1, rotated at k=2. Z X = iY -> -sin Y.
+        ({"ZI": 1.0}, 1, {"ZI": 1.0}),
+        ({"ZI": 1.0}, 2, {"ZI": C06, "YI": -S06}),
+        # Y is 1 slot: rotated at k=1. Y X = -iZ -> +sin Z.
+        ({"YI": 1.0}, 1, {"YI": C06, "ZI": S06}),
+    ],
+)
 def test_only_rotate_len_k_pauli_counts_slots(route, observable, k, expected):
-    assert_terms(dense_heisenberg_pauli(observable, {"XI": 1.0}, 0.3, 2),
-                 {"ZI": C06, "YI": -S06} if "ZI" in observable else {"YI": C06, "ZI": S06})
+    assert_terms(
+        dense_heisenberg_pauli(observable, {"XI": 1.0}, 0.3, 2),
+        {"ZI": C06, "YI": -S06} if "ZI" in observable else {"YI": C06, "ZI": S06},
+    )
     prop = PauliPropagator(PauliOperator(observable, 2), [], cutoff=4)
     circuit = Circuit([ExpGate(PauliOperator({"XI": 1.0}, 2))], 2, parameters=[0.3])
     if route == "propagate":
@@ -440,13 +492,25 @@ def expected_pauli_state(n, occupied, p):
 
 
 # Contract values for sc = 1..6; 0, 7, 8, 100 follow from p = ceil(min(sc, 2n) / 2).
-@pytest.mark.parametrize("sc,count,max_length", [
-    (0, 1, 0), (1, 5, 2), (2, 5, 2), (3, 11, 4), (4, 11, 4), (5, 15, 6), (6, 15, 6),
-    (7, 16, 8), (8, 16, 8), (100, 16, 8),
-])
+@pytest.mark.parametrize(
+    "sc,count,max_length",
+    [
+        (0, 1, 0),
+        (1, 5, 2),
+        (2, 5, 2),
+        (3, 11, 4),
+        (4, 11, 4),
+        (5, 15, 6),
+        (6, 15, 6),
+        (7, 16, 8),
+        (8, 16, 8),
+        (100, 16, 8),
+    ],
+)
 def test_majorana_schrodinger_expansion_counts(sc, count, max_length):
-    prop = MajoranaPropagator(MajoranaOperator({(0, 1): 1j}, 4), [], cutoff=8,
-                              schrodinger_cutoff=sc)
+    prop = MajoranaPropagator(
+        MajoranaOperator({(0, 1): 1j}, 4), [], cutoff=8, schrodinger_cutoff=sc
+    )
     assert prop.size() == count
     state = prop.evolved_operator(atol=0.0).terms
     assert len(state) == count
@@ -466,11 +530,14 @@ def test_pauli_schrodinger_expansion_counts(sc, count):
 def test_schrodinger_expansion_signs_for_occupied_modes(occupied):
     n = 3
     mprop = MajoranaPropagator(MajoranaOperator({}, n), occupied, cutoff=6, schrodinger_cutoff=4)
-    assert_terms(mprop.evolved_operator(atol=0.0).terms,
-                 expected_majorana_state(n, set(occupied), 2))
+    assert_terms(
+        mprop.evolved_operator(atol=0.0).terms, expected_majorana_state(n, set(occupied), 2)
+    )
     pprop = PauliPropagator(PauliOperator({}, n), occupied, cutoff=3, schrodinger_cutoff=2)
-    assert_terms(dr.pauli_terms_to_strings(pprop.evolved_operator(atol=0.0).terms, n),
-                 expected_pauli_state(n, set(occupied), 2))
+    assert_terms(
+        dr.pauli_terms_to_strings(pprop.evolved_operator(atol=0.0).terms, n),
+        expected_pauli_state(n, set(occupied), 2),
+    )
     # Full expansion = 2^n |ref><ref| of the dense reference.
     full = PauliPropagator(PauliOperator({}, n), occupied, cutoff=3, schrodinger_cutoff=3)
     dense = dr.real_coefficients(dr.pauli_decompose(dr.reference_R(occupied, n), n))
@@ -480,8 +547,9 @@ def test_schrodinger_expansion_signs_for_occupied_modes(occupied):
 @pytest.mark.parametrize("sc", [1, 2, 3, 4, 6])
 def test_pauli_schrodinger_max_weight_equals_cutoff(sc):
     n = 10
-    prop = PauliPropagator(PauliOperator({"ZZ" + "I" * 8: 1.0}, n), [], cutoff=4,
-                           schrodinger_cutoff=sc)
+    prop = PauliPropagator(
+        PauliOperator({"ZZ" + "I" * 8: 1.0}, n), [], cutoff=4, schrodinger_cutoff=sc
+    )
     state = prop.evolved_operator(atol=0.0).terms
     assert max(len(p.qubits) for p in state) == sc
     assert len(state) == sum(math.comb(n, k) for k in range(sc + 1))
@@ -496,17 +564,20 @@ def test_pauli_schrodinger_max_weight_equals_cutoff(sc):
 # <Y0X1> = sin(0.6) iff the weight-2 partner survives.
 
 
-@pytest.mark.parametrize("cutoff,sc,expected", [
-    (1, 2, 0.0),  # partner of weight 2 > cutoff 1: dropped even though sc = 2
-    (2, 1, S06),  # partner weight 2 > sc = 1 but <= cutoff: kept
-    (2, 2, S06),
-])
+@pytest.mark.parametrize(
+    "cutoff,sc,expected",
+    [
+        (1, 2, 0.0),  # partner of weight 2 > cutoff 1: dropped even though sc = 2
+        (2, 1, S06),  # partner weight 2 > sc = 1 but <= cutoff: kept
+        (2, 2, S06),
+    ],
+)
 def test_pauli_schrodinger_evolution_uses_cutoff(cutoff, sc, expected):
-    dense = dr.circuit_expectation(dr.pauli_string_matrix("YX"), [], 2,
-                                   [dr.pauli_string_matrix("XX")], [0.3])
+    dense = dr.circuit_expectation(
+        dr.pauli_string_matrix("YX"), [], 2, [dr.pauli_string_matrix("XX")], [0.3]
+    )
     assert dense == pytest.approx(S06, abs=1e-12)
-    prop = PauliPropagator(PauliOperator({"YX": 1.0}, 2), [], cutoff=cutoff,
-                           schrodinger_cutoff=sc)
+    prop = PauliPropagator(PauliOperator({"YX": 1.0}, 2), [], cutoff=cutoff, schrodinger_cutoff=sc)
     prop.propagate(Circuit([ExpGate(PauliOperator({"XX": 1.0}, 2))], 2, parameters=[0.3]))
     assert prop.expectation_value() == pytest.approx(expected, abs=1e-12)
     state = dr.pauli_terms_to_strings(prop.evolved_operator().terms, 2)
@@ -520,11 +591,16 @@ def test_pauli_schrodinger_evolution_uses_cutoff(cutoff, sc, expected):
 @pytest.mark.parametrize("cutoff,sc,expected", [(1, 4, 0.0), (2, 2, S06), (2, 4, S06)])
 def test_majorana_schrodinger_evolution_uses_cutoff(cutoff, sc, expected):
     dense = dr.circuit_expectation(
-        dr.majorana_operator_matrix({(0, 2): 1j}, 2), [], 2,
-        [dr.majorana_operator_matrix({(1, 2): dr.structural_to_bare((1, 2), 1.0)}, 2)], [0.3])
+        dr.majorana_operator_matrix({(0, 2): 1j}, 2),
+        [],
+        2,
+        [dr.majorana_operator_matrix({(1, 2): dr.structural_to_bare((1, 2), 1.0)}, 2)],
+        [0.3],
+    )
     assert dense == pytest.approx(S06, abs=1e-12)
-    prop = MajoranaPropagator(MajoranaOperator({(0, 2): 1j}, 2), [], cutoff=cutoff,
-                              schrodinger_cutoff=sc)
+    prop = MajoranaPropagator(
+        MajoranaOperator({(0, 2): 1j}, 2), [], cutoff=cutoff, schrodinger_cutoff=sc
+    )
     prop.propagate(structural_gate((1, 2), 2, 0.3))
     assert prop.expectation_value() == pytest.approx(expected, abs=1e-12)
 
@@ -534,13 +610,16 @@ def test_schrodinger_full_cutoff_matches_dense_state():
     n, occupied = 3, [1]
     gens = [{"XYI": 0.7}, {"IZX": -0.4, "ZII": 0.3}]
     params = [0.45, -0.8]
-    prop = PauliPropagator(PauliOperator({"ZZZ": 1.0}, n), occupied, cutoff=3,
-                           schrodinger_cutoff=3)
+    prop = PauliPropagator(PauliOperator({"ZZZ": 1.0}, n), occupied, cutoff=3, schrodinger_cutoff=3)
     prop.propagate(Circuit([ExpGate(PauliOperator(g, n)) for g in gens], n, parameters=params))
     u = dr.circuit_unitary([dr.pauli_operator_matrix(g, n) for g in gens], params)
     dense = dr.real_coefficients(dr.pauli_decompose(dr.schrodinger_R(occupied, n, u), n))
     worst, key = dr.max_coefficient_difference(
-        dr.pauli_terms_to_strings(prop.evolved_operator().terms, n), dense)
+        dr.pauli_terms_to_strings(prop.evolved_operator().terms, n), dense
+    )
     assert worst <= ATOL, key
-    assert np.isclose(prop.expectation_value(),
-                      dr.expectation(dr.pauli_string_matrix("ZZZ"), occupied, n, u), atol=1e-12)
+    assert np.isclose(
+        prop.expectation_value(),
+        dr.expectation(dr.pauli_string_matrix("ZZZ"), occupied, n, u),
+        atol=1e-12,
+    )

@@ -124,15 +124,14 @@ PYBIND11_MODULE(_core, m) {
           py::arg("lower_atol"), py::arg("upper_atol"));
 
   cls.def("clone", [](const MonomialPropagator& self) { return self.clone_(); });
-  cls.def(
-      "propagate",
-      [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets, const RealArray& coefficients,
-         const IndexArray& parameters, const IndexArray& gates, std::int32_t n_parameters, std::int32_t n_gates,
-         const std::vector<double>& values, std::optional<int> k) {
-        const CircuitSpec circuit = to_circuit(slots, offsets, coefficients, parameters, gates, n_parameters, n_gates);
-        py::gil_scoped_release release;
-        self.propagate(circuit, values, k);
-      });
+  cls.def("propagate", [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
+                          const RealArray& coefficients, const IndexArray& parameters, const IndexArray& gates,
+                          std::int32_t n_parameters, std::int32_t n_gates, const std::vector<double>& values,
+                          std::optional<int> k) {
+    const CircuitSpec circuit = to_circuit(slots, offsets, coefficients, parameters, gates, n_parameters, n_gates);
+    py::gil_scoped_release release;
+    self.propagate(circuit, values, k);
+  });
   cls.def("build_graph", [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
                             const RealArray& coefficients, const IndexArray& parameters, const IndexArray& gates,
                             std::int32_t n_parameters, std::int32_t n_gates,
@@ -186,10 +185,9 @@ PYBIND11_MODULE(_core, m) {
     std::fill(zeros.mutable_data(), zeros.mutable_data() + zeros.size(), 0.0);
     return to_numpy(self.coefficients_of(to_terms(slots, offsets, zeros), theta));
   });
-  cls.def("update_initial_operator", [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
-                                        const RealArray& coefficients) {
-    self.update_initial_operator(to_terms(slots, offsets, coefficients));
-  });
+  cls.def("update_initial_operator",
+          [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
+             const RealArray& coefficients) { self.update_initial_operator(to_terms(slots, offsets, coefficients)); });
   cls.def("size", &MonomialPropagator::size);
   cls.def_property_readonly("valid", &MonomialPropagator::valid);
   cls.def("check_valid", &MonomialPropagator::check_valid);

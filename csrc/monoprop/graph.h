@@ -52,8 +52,8 @@ using Graph = std::vector<GraphLayer>;
 // Entries whose moved weight |sin(phi)| * max|c| is below `pare` are reduced
 // to their cos scaling (an approximation; pare = 0 replays exactly).
 // `parameters`, when given, overrides each layer's parameter index (graph order).
-void replay_forward(const Graph& graph, const double* theta, std::vector<double>& c,
-                    std::vector<double>* tape, double pare = 0.0, const std::int32_t* parameters = nullptr);
+void replay_forward(const Graph& graph, const double* theta, std::vector<double>& c, std::vector<double>* tape,
+                    double pare = 0.0, const std::int32_t* parameters = nullptr);
 
 // Reverse (adjoint) sweep over interleaved `state` = (c_0, lambda_0, c_1,
 // lambda_1, ...): c enters as the forward sweep's output and is rewound;
@@ -61,7 +61,6 @@ void replay_forward(const Graph& graph, const double* theta, std::vector<double>
 // is added into `grad`. `tape` is the one the forward sweep at the same theta
 // (and the same pare) wrote.
 void replay_adjoint(const Graph& graph, const double* theta, const std::vector<double>& tape, double* state,
-                    double* grad, double pare = 0.0,
-                    const std::int32_t* parameters = nullptr);
+                    double* grad, double pare = 0.0, const std::int32_t* parameters = nullptr);
 
 }  // namespace monoprop

@@ -60,7 +60,7 @@ struct Config {
   Family family = Family::Majorana;
   int num_modes = 1;  // modes or qubits; 2 * num_modes slots
   std::vector<Term> initial_operator;
-  std::vector<int> occupied;  // reference product state
+  std::vector<int> occupied;              // reference product state
   std::optional<int> schrodinger_cutoff;  // in slots
   Truncation truncation;
 };
@@ -96,8 +96,8 @@ class MonomialPropagator {
   // mapping for this call: what a functional made before a relabelling uses.
   virtual double expectation_value(const std::vector<double>& parameters, double pare = 0.0,
                                    const std::vector<std::int32_t>* mapping = nullptr) const = 0;
-  virtual double expectation_value_and_gradient(const std::vector<double>& parameters,
-                                                std::vector<double>& gradient, double pare = 0.0,
+  virtual double expectation_value_and_gradient(const std::vector<double>& parameters, std::vector<double>& gradient,
+                                                double pare = 0.0,
                                                 const std::vector<std::int32_t>* mapping = nullptr) const = 0;
   // Hermitian-basis coefficients after replaying the graph (store order).
   virtual std::vector<double> contract(const std::vector<double>& parameters, bool inplace) = 0;

@@ -65,9 +65,7 @@ class Propagator final : public MonomialPropagator {
   std::vector<std::int32_t> graph_order(const std::vector<std::int32_t>& mapping) const;
   // Order in which a circuit's layers act on the operand.
   std::vector<const LayerSpec*> application_order(const CircuitSpec& circuit) const;
-  double frequency(const LayerSpec& layer) const {
-    return (schrodinger() ? -2.0 : 2.0) * layer.coefficient;
-  }
+  double frequency(const LayerSpec& layer) const { return (schrodinger() ? -2.0 : 2.0) * layer.coefficient; }
   bool keep_partner(const Key& partner, bool informed, double moved) const;
   // One layer on the current store; see graph.h for what is recorded.
   void apply_layer(const Key& generator, double phi, std::vector<double>* c, GraphLayer* record,

@@ -19,8 +19,8 @@ Propagator<A, W>::Propagator(Config config) : MonomialPropagator(std::move(confi
   const int n = config_.num_modes;
   for (const int mode : config_.occupied) {
     if (mode < 0 || mode >= n)
-      throw ArgumentError("occupied mode " + std::to_string(mode) + " is out of range 0.." +
-                          std::to_string(n - 1) + ".");
+      throw ArgumentError("occupied mode " + std::to_string(mode) + " is out of range 0.." + std::to_string(n - 1) +
+                          ".");
     occupied_.set(2 * static_cast<std::uint32_t>(mode));
   }
   std::vector<std::pair<Key, double>> terms;
@@ -56,8 +56,8 @@ auto Propagator<A, W>::key_of(const std::vector<std::uint32_t>& slots) const -> 
   const auto limit = static_cast<std::uint32_t>(2 * config_.num_modes);
   for (const std::uint32_t s : slots) {
     if (s >= limit)
-      throw ArgumentError("slot " + std::to_string(s) + " is out of range; must be less than " +
-                          std::to_string(limit) + ".");
+      throw ArgumentError("slot " + std::to_string(s) + " is out of range; must be less than " + std::to_string(limit) +
+                          ".");
     k.words[s >> 6] ^= std::uint64_t{1} << (s & 63);
   }
   return k;
@@ -78,8 +78,7 @@ void Propagator<A, W>::expand_reference_state(int max_pairs) {
   if (count > kLimit)
     throw std::runtime_error("the Schrodinger initial state expansion would hold about " +
                              std::to_string(static_cast<long long>(count)) + " terms (limit " +
-                             std::to_string(static_cast<long long>(kLimit)) +
-                             "); lower schrodinger_cutoff.");
+                             std::to_string(static_cast<long long>(kLimit)) + "); lower schrodinger_cutoff.");
   store_.reserve_for(static_cast<std::size_t>(count));
   std::vector<int> modes;
   // Depth-first over increasing mode lists.
@@ -104,13 +103,12 @@ void Propagator<A, W>::expand_reference_state(int max_pairs) {
 template <typename A, int W>
 void Propagator<A, W>::check_circuit(const CircuitSpec& circuit, std::optional<int> k) const {
   if (k && (*k <= 0 || *k > 2 * config_.num_modes))
-    throw ArgumentError("only_rotate_len_k=" + std::to_string(*k) +
-                        " is out of range; must be 0 < k <= 2*num_qubits");
+    throw ArgumentError("only_rotate_len_k=" + std::to_string(*k) + " is out of range; must be 0 < k <= 2*num_qubits");
   for (const LayerSpec& layer : circuit.layers) {
     key_of(layer.slots);
     if (layer.parameter < 0 || layer.parameter >= circuit.n_parameters)
-      throw ArgumentError("layer parameter index " + std::to_string(layer.parameter) +
-                          " is outside 0.." + std::to_string(circuit.n_parameters - 1) + ".");
+      throw ArgumentError("layer parameter index " + std::to_string(layer.parameter) + " is outside 0.." +
+                          std::to_string(circuit.n_parameters - 1) + ".");
     if (layer.gate < 0 || layer.gate >= circuit.n_gates)
       throw ArgumentError("layer gate index " + std::to_string(layer.gate) + " is outside 0.." +
                           std::to_string(circuit.n_gates - 1) + ".");
@@ -121,8 +119,7 @@ template <typename A, int W>
 void Propagator<A, W>::check_parameters(const std::vector<double>& parameters, std::int32_t expected) const {
   if (static_cast<std::int64_t>(parameters.size()) != expected)
     throw UsageError("Invalid functional call. Parameter length " + std::to_string(parameters.size()) +
-                             " does not match the expected number of parameters " +
-                             std::to_string(expected) + ".");
+                     " does not match the expected number of parameters " + std::to_string(expected) + ".");
 }
 
 template <typename A, int W>
@@ -157,8 +154,8 @@ bool Propagator<A, W>::keep_partner(const Key& partner, bool informed, double mo
 }
 
 template <typename A, int W>
-void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector<double>* c,
-                                   GraphLayer* record, std::optional<int> k) {
+void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector<double>* c, GraphLayer* record,
+                                   std::optional<int> k) {
   const Gen gen(generator);
   const double cs = std::cos(phi), sn = std::sin(phi);
   const std::size_t n = store_.size();
@@ -297,8 +294,7 @@ void Propagator<A, W>::propagate(const CircuitSpec& circuit, const std::vector<d
         "(contract_partially) or use build_graph.");
   if (static_cast<std::int64_t>(parameters.size()) != circuit.n_parameters)
     throw UsageError("The length of parameters (" + std::to_string(parameters.size()) +
-                     ") must be the same as max(parameter_mapping)+1 (" + std::to_string(circuit.n_parameters) +
-                     ").");
+                     ") must be the same as max(parameter_mapping)+1 (" + std::to_string(circuit.n_parameters) + ").");
   guarded("propagate", [&] {
     const std::size_t before = store_.size();
     // A layer refuses the shard ceiling before it changes any coefficient, so

@@ -110,9 +110,7 @@ class Store {
   }
 
   std::size_t index_bytes() const { return table_.capacity() * sizeof(Entry); }
-  std::size_t key_bytes() const {
-    return lengths_.capacity() * (sizeof(Key) + sizeof(std::uint16_t));
-  }
+  std::size_t key_bytes() const { return lengths_.capacity() * (sizeof(Key) + sizeof(std::uint16_t)); }
 
  private:
   struct Entry {

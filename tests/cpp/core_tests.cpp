@@ -13,14 +13,14 @@
 using namespace monoprop;
 
 static int passed = 0, failed = 0;
-#define CHECK(cond)                                                  \
-  do {                                                               \
-    if (cond) {                                                      \
-      ++passed;                                                      \
-    } else {                                                         \
-      ++failed;                                                      \
-      std::printf("FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond);  \
-    }                                                                \
+#define CHECK(cond)                                                 \
+  do {                                                              \
+    if (cond) {                                                     \
+      ++passed;                                                     \
+    } else {                                                        \
+      ++failed;                                                     \
+      std::printf("FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                               \
   } while (0)
 
 using cd = std::complex<double>;
@@ -93,9 +93,18 @@ static void majorana_against_reference(int slots, std::mt19937& rng) {
 // --- Pauli reference: single-qubit products ----------------------------------
 // letter 0=I 1=X 2=Y 3=Z; XY = iZ etc.
 static cd letter_product(int a, int b, int& out) {
-  if (a == 0) { out = b; return 1; }
-  if (b == 0) { out = a; return 1; }
-  if (a == b) { out = 0; return 1; }
+  if (a == 0) {
+    out = b;
+    return 1;
+  }
+  if (b == 0) {
+    out = a;
+    return 1;
+  }
+  if (a == b) {
+    out = 0;
+    return 1;
+  }
   out = 6 - a - b;
   return ((b - a + 3) % 3 == 1) ? cd(0, 1) : cd(0, -1);
 }
