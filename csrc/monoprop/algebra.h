@@ -86,12 +86,6 @@ struct MajoranaAlgebra {
     return (e & 3) == 0 ? 1 : -1;
   }
 
-  // Returns 0 when P and G commute, otherwise the sign s = +-1.
-  template <int W>
-  static int rotation_sign(const Monomial<W>& p, const Generator<W>& g) {
-    return anticommutes(p, g) ? anticommuting_sign(p, g) : 0;
-  }
-
   // <ref| M_S |ref> for the product state with occupied modes marked at
   // their even slot: M_S of k complete pairs is (-1)^k prod Z_j.
   template <int W>
@@ -176,11 +170,6 @@ struct PauliAlgebra {
   }
 
   template <int W>
-  static int rotation_sign(const Monomial<W>& p, const Generator<W>& g) {
-    return anticommutes(p, g) ? anticommuting_sign(p, g) : 0;
-  }
-
-  template <int W>
   static double reference_overlap(const Monomial<W>& p, const Monomial<W>& occupied) {
     if (!p.fully_paired()) return 0.0;
     int parity = 0;
@@ -188,5 +177,11 @@ struct PauliAlgebra {
     return (parity & 1) ? -1.0 : 1.0;
   }
 };
+
+// 0 when P and G commute, otherwise the sign s of i P G = s (P xor G).
+template <typename Algebra, int W>
+int rotation_sign(const Monomial<W>& p, const typename Algebra::template Generator<W>& g) {
+  return Algebra::anticommutes(p, g) ? Algebra::anticommuting_sign(p, g) : 0;
+}
 
 }  // namespace monoprop

@@ -80,7 +80,7 @@ static void majorana_against_reference(int slots, std::mt19937& rng) {
     // i M_P M_G = i * i^{C(p)+C(g)} * s1 * m_R = i^{1+C(p)+C(g)-C(r)} * s1 * M_R
     const cd phase = ipow(1 + pairs(P.size()) + pairs(G.size()) - pairs(PG.size())) * double(s1);
     const MajoranaAlgebra::Generator<W> gen(key_of<W>(G));
-    const int got = MajoranaAlgebra::rotation_sign(key_of<W>(P), gen);
+    const int got = rotation_sign<MajoranaAlgebra>(key_of<W>(P), gen);
     if (!anti) {
       CHECK(got == 0);
     } else {
@@ -132,7 +132,7 @@ static void pauli_against_reference(int qubits, std::mt19937& rng) {
     }
     const bool anti = std::abs(pg + gp) < 1e-12;
     const PauliAlgebra::Generator<W> gen(pauli_key<W>(G));
-    const int got = PauliAlgebra::rotation_sign(pauli_key<W>(P), gen);
+    const int got = rotation_sign<PauliAlgebra>(pauli_key<W>(P), gen);
     CHECK((pauli_key<W>(P) ^ pauli_key<W>(G)) == pauli_key<W>(R));
     if (!anti) {
       CHECK(got == 0);
