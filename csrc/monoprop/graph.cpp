@@ -16,6 +16,9 @@ std::size_t tape_length(const Graph& graph, bool pairs_too) {
     n += layer.half_signs.size() + layer.cos_only.size() + (pairs_too ? 2 * layer.pair_signs.size() : 0);
   return n;
 }
+// How many entries ahead a sweep prefetches its scattered slots.
+constexpr std::size_t kAhead = 32;
+
 // Two doubles in one SIMD register (SSE2 on x86-64, NEON on arm64).
 using V2 = double __attribute__((vector_size(16)));
 
@@ -39,6 +42,10 @@ void replay_forward(const Graph& graph, const double* theta, std::vector<double>
     const std::size_t np = layer.pair_signs.size(), nh = layer.half_signs.size();
     for (std::size_t e = 0; e < np; ++e) {
       const std::uint32_t a = layer.pairs[2 * e], b = layer.pairs[2 * e + 1];
+      if (e + kAhead < np) {
+        __builtin_prefetch(&c[layer.pairs[2 * (e + kAhead)]]);
+        __builtin_prefetch(&c[layer.pairs[2 * (e + kAhead) + 1]]);
+      }
       const double ca = c[a], cb = c[b], s = layer.pair_signs[e] * sn;
       if (tape_pairs) {
         if (t) {
@@ -61,7 +68,10 @@ void replay_forward(const Graph& graph, const double* theta, std::vector<double>
       if (!pared(pare, sn, ca, 0.0)) c[b] += layer.half_signs[e] * sn * ca;
       c[a] = cs * ca;
     }
-    for (const std::uint32_t a : layer.cos_only) {
+    const std::size_t nc = layer.cos_only.size();
+    for (std::size_t e = 0; e < nc; ++e) {
+      const std::uint32_t a = layer.cos_only[e];
+      if (e + kAhead < nc) __builtin_prefetch(&c[layer.cos_only[e + kAhead]]);
       if (t) *t++ = c[a];
       c[a] *= cs;
     }
@@ -80,6 +90,7 @@ void replay_adjoint(const Graph& graph, const double* theta, const std::vector<d
     double dphi = 0.0;
     // Entries are independent within a layer: walk them backwards to meet the tape.
     for (std::size_t e = layer.cos_only.size(); e-- > 0;) {
+      if (e >= kAhead) __builtin_prefetch(state + 2 * std::size_t{layer.cos_only[e - kAhead]});
       double* x = state + 2 * std::size_t{layer.cos_only[e]};
       const double ca = *--t;
       x[0] = ca;
@@ -136,8 +147,15 @@ void replay_adjoint(const Graph& graph, const double* theta, const std::vector<d
       }
     } else {
       // Two running sums: the entries are independent, the additions need not wait.
+      // The slots are scattered: ask for the lines a few entries ahead.
       double even = 0.0, odd = 0.0;
       for (; e >= 2; e -= 2) {
+        if (e >= 2 + kAhead) {
+          __builtin_prefetch(state + 2 * std::size_t{layer.pairs[2 * (e - kAhead)]});
+          __builtin_prefetch(state + 2 * std::size_t{layer.pairs[2 * (e - kAhead) + 1]});
+          __builtin_prefetch(state + 2 * std::size_t{layer.pairs[2 * (e - kAhead) - 2]});
+          __builtin_prefetch(state + 2 * std::size_t{layer.pairs[2 * (e - kAhead) - 1]});
+        }
         even += rewind(e - 1);
         odd += rewind(e - 2);
       }
