@@ -27,6 +27,54 @@ bool pared(double pare, double sn, double ca, double cb) {
 }
 }  // namespace
 
+namespace {
+// One layer forward at cos/sin (cs, sn); returns the advanced tape pointer.
+double* forward_layer(const GraphLayer& layer, double cs, double sn, std::vector<double>& c, double* t, bool tape_pairs,
+                      double pare) {
+  const std::size_t np = layer.pair_signs.size(), nh = layer.half_signs.size();
+  for (std::size_t e = 0; e < np; ++e) {
+    const std::uint32_t a = layer.pairs[2 * e], b = layer.pairs[2 * e + 1];
+    if (e + kAhead < np) {
+      __builtin_prefetch(&c[layer.pairs[2 * (e + kAhead)]]);
+      __builtin_prefetch(&c[layer.pairs[2 * (e + kAhead) + 1]]);
+    }
+    const double ca = c[a], cb = c[b], s = layer.pair_signs[e] * sn;
+    if (tape_pairs) {
+      if (t) {
+        *t++ = ca;
+        *t++ = cb;
+      }
+      if (pared(pare, sn, ca, cb)) {
+        c[a] = cs * ca;
+        c[b] = cs * cb;
+        continue;
+      }
+    }
+    c[a] = cs * ca - s * cb;
+    c[b] = cs * cb + s * ca;
+  }
+  for (std::size_t e = 0; e < nh; ++e) {
+    const std::uint32_t a = layer.halves[2 * e], b = layer.halves[2 * e + 1];
+    const double ca = c[a];
+    if (t) *t++ = ca;
+    if (!pared(pare, sn, ca, 0.0)) c[b] += layer.half_signs[e] * sn * ca;
+    c[a] = cs * ca;
+  }
+  const std::size_t nc = layer.cos_only.size();
+  for (std::size_t e = 0; e < nc; ++e) {
+    const std::uint32_t a = layer.cos_only[e];
+    if (e + kAhead < nc) __builtin_prefetch(&c[layer.cos_only[e + kAhead]]);
+    if (t) *t++ = c[a];
+    c[a] *= cs;
+  }
+  return t;
+}
+}  // namespace
+
+void rotate_layer(const GraphLayer& layer, double phi, std::vector<double>& c) {
+  forward_layer(layer, std::cos(phi), std::sin(phi), c, nullptr, false, 0.0);
+}
+
 void replay_forward(const Graph& graph, const double* theta, std::vector<double>& c, std::vector<double>* tape,
                     double pare, const std::int32_t* parameters) {
   const bool tape_pairs = pare > 0.0;
@@ -38,43 +86,7 @@ void replay_forward(const Graph& graph, const double* theta, std::vector<double>
   for (std::size_t l = 0; l < graph.size(); ++l) {
     const GraphLayer& layer = graph[l];
     const double phi = layer.frequency * theta[parameters ? parameters[l] : layer.parameter];
-    const double cs = std::cos(phi), sn = std::sin(phi);
-    const std::size_t np = layer.pair_signs.size(), nh = layer.half_signs.size();
-    for (std::size_t e = 0; e < np; ++e) {
-      const std::uint32_t a = layer.pairs[2 * e], b = layer.pairs[2 * e + 1];
-      if (e + kAhead < np) {
-        __builtin_prefetch(&c[layer.pairs[2 * (e + kAhead)]]);
-        __builtin_prefetch(&c[layer.pairs[2 * (e + kAhead) + 1]]);
-      }
-      const double ca = c[a], cb = c[b], s = layer.pair_signs[e] * sn;
-      if (tape_pairs) {
-        if (t) {
-          *t++ = ca;
-          *t++ = cb;
-        }
-        if (pared(pare, sn, ca, cb)) {
-          c[a] = cs * ca;
-          c[b] = cs * cb;
-          continue;
-        }
-      }
-      c[a] = cs * ca - s * cb;
-      c[b] = cs * cb + s * ca;
-    }
-    for (std::size_t e = 0; e < nh; ++e) {
-      const std::uint32_t a = layer.halves[2 * e], b = layer.halves[2 * e + 1];
-      const double ca = c[a];
-      if (t) *t++ = ca;
-      if (!pared(pare, sn, ca, 0.0)) c[b] += layer.half_signs[e] * sn * ca;
-      c[a] = cs * ca;
-    }
-    const std::size_t nc = layer.cos_only.size();
-    for (std::size_t e = 0; e < nc; ++e) {
-      const std::uint32_t a = layer.cos_only[e];
-      if (e + kAhead < nc) __builtin_prefetch(&c[layer.cos_only[e + kAhead]]);
-      if (t) *t++ = c[a];
-      c[a] *= cs;
-    }
+    t = forward_layer(layer, std::cos(phi), std::sin(phi), c, t, tape_pairs, pare);
   }
 }
 

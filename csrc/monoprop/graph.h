@@ -46,6 +46,10 @@ struct GraphLayer {
 
 using Graph = std::vector<GraphLayer>;
 
+// Applies one layer at angle phi to `c` (exact): what a propagation does to
+// its coefficients once it has classified the layer's entries.
+void rotate_layer(const GraphLayer& layer, double phi, std::vector<double>& c);
+
 // Runs the layers forward on `c` (indexed by slot). When `tape` is given, it
 // receives what the reverse sweep cannot recover from the outputs (the input
 // of each half and cos-only entry; rotations are inverted instead).

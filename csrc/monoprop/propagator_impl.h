@@ -38,16 +38,22 @@ Propagator<A, W>::Propagator(Config config) : MonomialPropagator(std::move(confi
       core_ += h;
       continue;
     }
-    const auto slot = target->find(key);
-    if (slot != Shard::kEmpty) {
-      (*coefficients)[slot] += h;
-      continue;
-    }
-    target->reserve_for(1);
-    target->append(key);
-    coefficients->push_back(h);
+    accumulate(*target, *coefficients, key, h);
   }
   n_base_ = store_.size();
+}
+
+// Adds h to the coefficient of `key`, appending the key when it is new.
+template <typename A, int W>
+void Propagator<A, W>::accumulate(Shard& keys, std::vector<double>& coefficients, const Key& key, double h) {
+  const auto slot = keys.find(key);
+  if (slot != Shard::kEmpty) {
+    coefficients[slot] += h;
+    return;
+  }
+  keys.reserve_for(1);
+  keys.append(key);
+  coefficients.push_back(h);
 }
 
 template <typename A, int W>
@@ -157,7 +163,7 @@ template <typename A, int W>
 void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector<double>* c, GraphLayer* record,
                                    std::optional<int> k) {
   const Gen gen(generator);
-  const double cs = std::cos(phi), sn = std::sin(phi);
+  const double sn = std::sin(phi);
   const std::size_t n = store_.size();
   GraphLayer& L = scratch_;
   L.clear_entries();
@@ -238,26 +244,14 @@ void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector
 
   if (c) {
     c->resize(store_.size(), 0.0);
-    std::vector<double>& v = *c;
-    for (std::size_t e = 0; e < L.pair_signs.size(); ++e) {
-      const std::uint32_t a = L.pairs[2 * e], b = L.pairs[2 * e + 1];
-      const double ca = v[a], cb = v[b], s = L.pair_signs[e] * sn;
-      v[a] = cs * ca - s * cb;
-      v[b] = cs * cb + s * ca;
-    }
-    for (std::size_t e = 0; e < L.half_signs.size(); ++e) {
-      const std::uint32_t a = L.halves[2 * e], b = L.halves[2 * e + 1];
-      v[b] += L.half_signs[e] * sn * v[a];
-      v[a] *= cs;
-    }
-    for (const std::uint32_t a : L.cos_only) v[a] *= cs;
+    rotate_layer(L, phi, *c);
   }
-  if (record) {
-    record->pairs = L.pairs;
-    record->pair_signs = L.pair_signs;
-    record->halves = L.halves;
-    record->half_signs = L.half_signs;
-    record->cos_only = L.cos_only;
+  if (record) {  // hand the entries over; the scratch keeps the record's empty vectors
+    record->pairs.swap(L.pairs);
+    record->pair_signs.swap(L.pair_signs);
+    record->halves.swap(L.halves);
+    record->half_signs.swap(L.half_signs);
+    record->cos_only.swap(L.cos_only);
   }
 }
 
@@ -506,16 +500,7 @@ void Propagator<A, W>::apply_initial_operator_(const std::vector<Term>& terms) {
   if (schrodinger()) {
     Shard keys;
     std::vector<double> coefficients;
-    for (const auto& [key, h] : keyed) {
-      const auto slot = keys.find(key);
-      if (slot != Shard::kEmpty) {
-        coefficients[slot] += h;
-        continue;
-      }
-      keys.reserve_for(1);
-      keys.append(key);
-      coefficients.push_back(h);
-    }
+    for (const auto& [key, h] : keyed) accumulate(keys, coefficients, key, h);
     observable_keys_ = std::move(keys);
     observable_coefficients_ = std::move(coefficients);
   } else {
