@@ -28,7 +28,7 @@ from ._parameters import (
     optional_atol,
     parameter_list,
 )
-from ._terms import pack
+from ._terms import pack, unpack
 from .circuit import Circuit, expand_monomials, validate_parameter_mapping
 from .exceptions import NumberOfModesInvalidError, StaleFunctionalError
 
@@ -334,8 +334,6 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     ) -> OperatorT:
         """The evolved operator (Heisenberg) or state ``2^n ρ(θ)`` (Schrödinger)."""
         slots, offsets, h = self._engine.evolved_terms(parameter_list(parameters), float(atol))
-        from ._terms import unpack
-
         return self._make_operator(unpack(slots, offsets), h)
 
     def evolved_operator_coefficients(

@@ -240,3 +240,16 @@ def test_deepcopy_is_independent_and_copy_shares():
     assert deep.expectation_value([0.2, 0.5]) == small_propagator().expectation_value([0.2, 0.5])
     deep.build_graph(extra)
     assert deep.expectation_value([0.1, 0.2, 0.5]) == prop.expectation_value([0.1, 0.2, 0.5])
+
+
+def test_functionals_take_lists_arrays_and_circuits():
+    prop = small_propagator()
+    value_fn = prop.expectation_value_functional()
+    grad_fn = prop.expectation_value_and_gradient_functional()
+    gates = [ExpGate(PauliOperator({"XI": 1.0}, 2)), ExpGate(PauliOperator({"YZ": 0.7}, 2))]
+    bound = Circuit(gates, 2, parameters=[0.4, -1.1])
+    expected = prop.expectation_value([0.4, -1.1])
+    for argument in ([0.4, -1.1], (0.4, -1.1), np.array([0.4, -1.1]), bound):
+        assert value_fn(argument) == expected
+        value, grad = grad_fn(argument)
+        assert value == expected and grad.dtype == np.float64 and grad.shape == (2,)
