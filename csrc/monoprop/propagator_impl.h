@@ -246,12 +246,12 @@ void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector
     c->resize(store_.size(), 0.0);
     rotate_layer(L, phi, *c);
   }
-  if (record) {  // hand the entries over; the scratch keeps the record's empty vectors
-    record->pairs.swap(L.pairs);
-    record->pair_signs.swap(L.pair_signs);
-    record->halves.swap(L.halves);
-    record->half_signs.swap(L.half_signs);
-    record->cos_only.swap(L.cos_only);
+  if (record) {  // copies sized to fit: the scratch keeps its capacity for the next layer
+    record->pairs = L.pairs;
+    record->pair_signs = L.pair_signs;
+    record->halves = L.halves;
+    record->half_signs = L.half_signs;
+    record->cos_only = L.cos_only;
   }
 }
 
