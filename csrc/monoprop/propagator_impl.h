@@ -173,7 +173,7 @@ void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector
   // Scan: classify every anticommuting term before anything changes. Terms go
   // in blocks: first the partners' hashes (and a prefetch of their index
   // lines), then the lookups, so the cache misses overlap.
-  constexpr std::size_t kBlock = 32;
+  constexpr std::size_t kBlock = W <= 4 ? 256 : 64;  // enough misses in flight; bounded stack
   struct Candidate {
     Key partner;
     std::uint64_t hash;
