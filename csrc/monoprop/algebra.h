@@ -62,7 +62,7 @@ struct MajoranaAlgebra {
     return length & g.length & 1;
   }
 
-  // `p` is a Monomial or a store's in-place term (anything with word(k), length()).
+  // `p` is anything with word(k) and length(), such as a Monomial.
   template <int W, typename Term>
   static bool anticommutes(const Term& p, const Generator<W>& g) {
     std::uint64_t odd = 0;
@@ -147,7 +147,7 @@ struct PauliAlgebra {
     return false;
   }
 
-  // `p` is a Monomial or a store's in-place term (anything with word(k)).
+  // `p` is anything with word(k), such as a Monomial.
   template <int W, typename Term>
   static bool anticommutes(const Term& p, const Generator<W>& g) {
     std::uint64_t odd = 0;

@@ -4,7 +4,7 @@
 // Keys are stored by column: word k of every term lies in one array, beside
 // an array of term lengths. A gate scan reads only the words its generator
 // touches (one word of eight bytes for a few-qubit gate) instead of whole
-// keys: the scan is bound by memory bandwidth, so this is what sets its speed.
+// keys: every gate streams the whole store, so bytes per term matter.
 //
 // The index stores, per entry, the slot and 32 bits of the key's hash, so a
 // probe rarely has to read a key that does not match.
@@ -40,16 +40,7 @@ class Store {
 
   Store() { rehash(16); }
 
-  // A held term read in place: what the algebra's anticommutation test needs.
-  struct Ref {
-    const Store* store;
-    std::size_t slot;
-    std::uint64_t word(int k) const { return store->columns_[k][slot]; }
-    int length() const { return store->lengths_[slot]; }
-  };
-
   std::size_t size() const { return lengths_.size(); }
-  Ref ref(std::size_t slot) const { return {this, slot}; }
   Key key(std::size_t slot) const {
     Key k;
     for (int w = 0; w < W; ++w) k.words[w] = columns_[w][slot];
