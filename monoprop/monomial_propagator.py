@@ -34,6 +34,10 @@ from .exceptions import NumberOfModesInvalidError, StaleFunctionalError
 
 OperatorT = TypeVar("OperatorT")
 
+# Cutoffs beyond this are all equivalent (a term has at most 2048 slots); the
+# core stores the bound as a 64-bit integer.
+_CUTOFF_MAX = 2**62
+
 __all__ = ["MonomialPropagator"]
 
 
@@ -87,8 +91,11 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             offsets,
             h,
             state,
-            None if schrodinger_cutoff is None else self._schrodinger_slots(schrodinger_cutoff),
-            cutoff,
+            # Both bounds saturate: no term is longer than 2n slots.
+            None
+            if schrodinger_cutoff is None
+            else self._schrodinger_slots(min(schrodinger_cutoff, 2 * n)),
+            min(cutoff, _CUTOFF_MAX),
             cutoff_type,
             lower,
             upper,
@@ -416,7 +423,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
     @cutoff.setter
     def cutoff(self, value: int) -> None:
-        self._engine.cutoff = cutoff_value(value)
+        self._engine.cutoff = min(cutoff_value(value), _CUTOFF_MAX)
 
     @property
     def lower_atol(self) -> float | None:

@@ -253,3 +253,43 @@ def test_functionals_take_lists_arrays_and_circuits():
         assert value_fn(argument) == expected
         value, grad = grad_fn(argument)
         assert value == expected and grad.dtype == np.float64 and grad.shape == (2,)
+
+
+def test_an_invalid_propagator_refuses_settings_and_introspection():
+    prop = small_propagator()
+    prop._engine._inject_fault("evaluate")
+    with pytest.raises(RuntimeError, match="injected fault"):
+        prop.expectation_value([0.1, 0.2])
+    for call in (
+        lambda: prop.graph_layers,
+        lambda: prop.n_parameters,
+        lambda: prop.n_gates,
+        lambda: prop.cutoff,
+        lambda: prop.lower_atol,
+        lambda: prop.num_modes,
+        lambda: prop.schrodinger,
+        lambda: prop.parameter_mapping,
+    ):
+        with pytest.raises(InvalidPropagatorError):
+            call()
+    with pytest.raises(InvalidPropagatorError):
+        prop.cutoff = 2
+    with pytest.raises(InvalidPropagatorError):
+        prop.parameter_mapping = [0, 0]
+
+
+def test_huge_bounds_saturate_and_out_of_range_slots_are_refused():
+    observable = PauliOperator({"ZZ": 1.0}, 2)
+    prop = PauliPropagator(observable, [], cutoff=2**40, schrodinger_cutoff=2**40)
+    prop.cutoff = 10**30
+    assert prop.cutoff >= 2**62 and prop.expectation_value() == 1.0
+    assert MajoranaPropagator(MajoranaOperator({(0, 1): 1j}, 1), [], cutoff=2**31).size() == 1
+    # A key past the engine's width must raise, not wrap around to slot 0.
+    from monoprop.pauli import Pauli
+
+    bad = PauliOperator({Pauli("Z", 2**31, skip_validation=True): 1.0}, 1, skip_validation=True)
+    with pytest.raises(ValueError, match="out of range"):
+        PauliPropagator(bad, [], cutoff=2)
+    bad = MajoranaOperator({(2**32,): 1.0}, 1, skip_validation=True)
+    with pytest.raises(ValueError, match="out of range"):
+        MajoranaPropagator(bad, [], cutoff=2)

@@ -13,7 +13,8 @@ using namespace monoprop;
 
 namespace {
 
-using SlotArray = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>;
+// Slots arrive as int64 and are range-checked here: a cast to uint32 would wrap.
+using SlotArray = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
 using OffsetArray = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
 using RealArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 using IndexArray = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>;
@@ -22,11 +23,17 @@ std::vector<Term> to_terms(const SlotArray& slots, const OffsetArray& offsets, c
   const auto s = slots.unchecked<1>();
   const auto o = offsets.unchecked<1>();
   const auto c = coefficients.unchecked<1>();
-  if (o.shape(0) != c.shape(0) + 1) throw std::invalid_argument("offsets must have one more entry than coefficients");
+  if (o.shape(0) < 1 || o.shape(0) != c.shape(0) + 1)
+    throw std::invalid_argument("offsets must have one more entry than coefficients");
   std::vector<Term> terms(static_cast<std::size_t>(c.shape(0)));
   for (py::ssize_t t = 0; t < c.shape(0); ++t) {
     if (o(t) < 0 || o(t) > o(t + 1) || o(t + 1) > s.shape(0)) throw std::invalid_argument("bad offsets");
-    for (auto k = o(t); k < o(t + 1); ++k) terms[t].slots.push_back(s(k));
+    for (auto k = o(t); k < o(t + 1); ++k) {
+      if (s(k) < 0 || s(k) >= 2 * kMaxNumModes)
+        throw std::invalid_argument("slot " + std::to_string(s(k)) + " is out of range 0.." +
+                                    std::to_string(2 * kMaxNumModes - 1) + ".");
+      terms[t].slots.push_back(static_cast<std::uint32_t>(s(k)));
+    }
     terms[t].coefficient = c(t);
   }
   return terms;
@@ -108,7 +115,7 @@ PYBIND11_MODULE(_core, m) {
   py::class_<MonomialPropagator> cls(m, "Engine", "One propagator's compiled state (internal).");
   cls.def(py::init([](const std::string& family, int num_modes, const SlotArray& slots, const OffsetArray& offsets,
                       const RealArray& coefficients, std::vector<int> occupied, std::optional<int> schrodinger_slots,
-                      int cutoff, const std::string& cutoff_type, std::optional<double> lower,
+                      std::int64_t cutoff, const std::string& cutoff_type, std::optional<double> lower,
                       std::optional<double> upper) {
             Config config;
             config.family = family == "pauli" ? Family::Pauli : Family::Majorana;
@@ -201,14 +208,33 @@ PYBIND11_MODULE(_core, m) {
     });
   });
   cls.def("graph_size", &MonomialPropagator::graph_size);
-  cls.def_property_readonly("graph_layers", &MonomialPropagator::graph_layers);
-  cls.def_property_readonly("n_parameters", &MonomialPropagator::n_parameters);
-  cls.def_property_readonly("n_gates", &MonomialPropagator::n_gates);
+  // Every member refuses once the propagator is invalid (seed: "Failed operations").
+  cls.def_property_readonly("graph_layers", [](const MonomialPropagator& self) {
+    self.check_valid();
+    return self.graph_layers();
+  });
+  cls.def_property_readonly("n_parameters", [](const MonomialPropagator& self) {
+    self.check_valid();
+    return self.n_parameters();
+  });
+  cls.def_property_readonly("n_gates", [](const MonomialPropagator& self) {
+    self.check_valid();
+    return self.n_gates();
+  });
   cls.def_property_readonly("generation", &MonomialPropagator::generation);
-  cls.def_property_readonly("schrodinger", &MonomialPropagator::schrodinger);
-  cls.def_property_readonly("num_modes", [](const MonomialPropagator& self) { return self.config().num_modes; });
+  cls.def_property_readonly("schrodinger", [](const MonomialPropagator& self) {
+    self.check_valid();
+    return self.schrodinger();
+  });
+  cls.def_property_readonly("num_modes", [](const MonomialPropagator& self) {
+    self.check_valid();
+    return self.config().num_modes;
+  });
   cls.def("parameter_mapping", &MonomialPropagator::parameter_mapping);
-  cls.def("layer_gates", &MonomialPropagator::layer_gates);
+  cls.def("layer_gates", [](const MonomialPropagator& self) {
+    self.check_valid();
+    return self.layer_gates();
+  });
   cls.def("set_parameter_mapping", &MonomialPropagator::set_parameter_mapping);
   cls.def("memory", [](const MonomialPropagator& self) {
     const MemoryUsage u = self.memory();
@@ -220,15 +246,43 @@ PYBIND11_MODULE(_core, m) {
     return d;
   });
   cls.def_property(
-      "cutoff", [](MonomialPropagator& self) { return self.truncation().cutoff; },
-      [](MonomialPropagator& self, int v) { self.truncation().cutoff = v; });
+      "cutoff",
+      [](MonomialPropagator& self) {
+        self.check_valid();
+        return self.truncation().cutoff;
+      },
+      [](MonomialPropagator& self, std::int64_t v) {
+        self.check_valid();
+        self.truncation().cutoff = v;
+      });
   cls.def_property(
-      "cutoff_type", [](MonomialPropagator& self) { return cutoff_type_name(self.truncation().type); },
-      [](MonomialPropagator& self, const std::string& v) { self.truncation().type = parse_cutoff_type(v); });
+      "cutoff_type",
+      [](MonomialPropagator& self) {
+        self.check_valid();
+        return cutoff_type_name(self.truncation().type);
+      },
+      [](MonomialPropagator& self, const std::string& v) {
+        self.check_valid();
+        self.truncation().type = parse_cutoff_type(v);
+      });
   cls.def_property(
-      "lower_atol", [](MonomialPropagator& self) { return self.truncation().lower_atol; },
-      [](MonomialPropagator& self, std::optional<double> v) { self.truncation().lower_atol = v; });
+      "lower_atol",
+      [](MonomialPropagator& self) {
+        self.check_valid();
+        return self.truncation().lower_atol;
+      },
+      [](MonomialPropagator& self, std::optional<double> v) {
+        self.check_valid();
+        self.truncation().lower_atol = v;
+      });
   cls.def_property(
-      "upper_atol", [](MonomialPropagator& self) { return self.truncation().upper_atol; },
-      [](MonomialPropagator& self, std::optional<double> v) { self.truncation().upper_atol = v; });
+      "upper_atol",
+      [](MonomialPropagator& self) {
+        self.check_valid();
+        return self.truncation().upper_atol;
+      },
+      [](MonomialPropagator& self, std::optional<double> v) {
+        self.check_valid();
+        self.truncation().upper_atol = v;
+      });
 }

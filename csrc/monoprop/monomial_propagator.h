@@ -28,7 +28,7 @@ inline constexpr int kMaxNumModes = 1024;
 enum class CutoffType : std::uint8_t { Length, Support };
 
 struct Truncation {
-  int cutoff = 0;
+  std::int64_t cutoff = 0;  // any non-negative bound; measures never exceed 2n
   CutoffType type = CutoffType::Length;
   std::optional<double> lower_atol;
   std::optional<double> upper_atol;

@@ -80,11 +80,14 @@ void Propagator<A, W>::expand_reference_state(int max_pairs) {
     count += binom;
     binom = binom * (n - k) / (k + 1);
   }
-  constexpr double kLimit = 1 << 28;
-  if (count > kLimit)
+  // Key columns, lengths, coefficient and about two index entries per term.
+  const double bytes = count * (sizeof(Key) + sizeof(std::uint16_t) + sizeof(double) + 16.0);
+  constexpr double kLimit = double(std::size_t{1} << 33);  // 8 GiB
+  if (bytes > kLimit)
     throw std::runtime_error("the Schrodinger initial state expansion would hold about " +
-                             std::to_string(static_cast<long long>(count)) + " terms (limit " +
-                             std::to_string(static_cast<long long>(kLimit)) + "); lower schrodinger_cutoff.");
+                             std::to_string(static_cast<long long>(count)) + " terms (about " +
+                             std::to_string(static_cast<long long>(bytes / (1 << 30))) +
+                             " GiB, limit 8 GiB); lower schrodinger_cutoff.");
   store_.reserve_for(static_cast<std::size_t>(count));
   std::vector<int> modes;
   // Depth-first over increasing mode lists.
@@ -133,6 +136,8 @@ std::vector<std::int32_t> Propagator<A, W>::graph_order(const std::vector<std::i
   if (mapping.size() != graph_.size())
     throw ArgumentError("a per-layer mapping needs " + std::to_string(graph_.size()) + " entries; got " +
                         std::to_string(mapping.size()) + ".");
+  for (const std::int32_t p : mapping)
+    if (p < 0) throw ArgumentError("parameter mapping entries must be >= 0; got " + std::to_string(p) + ".");
   std::vector<std::int32_t> out(mapping);
   if (!schrodinger()) std::reverse(out.begin(), out.end());
   return out;
