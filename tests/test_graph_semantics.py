@@ -293,3 +293,54 @@ def test_huge_bounds_saturate_and_out_of_range_slots_are_refused():
     bad = MajoranaOperator({(2**32,): 1.0}, 1, skip_validation=True)
     with pytest.raises(ValueError, match="out of range"):
         MajoranaPropagator(bad, [], cutoff=2)
+
+
+def _long_build():
+    n = 6
+    prop = PauliPropagator(PauliOperator({"ZIIIII": 1.0}, n), [], cutoff=n)
+    gates = [ExpGate(PauliOperator({"XYIIII"[-q:] + "XYIIII"[:-q]: 1.0}, n)) for q in range(n)] * 3
+    return prop, Circuit(gates, n)
+
+
+def test_a_reentrant_call_from_a_callback_is_refused_and_harmless():
+    prop, circuit = _long_build()
+    refused = []
+
+    def callback(done, total, terms):
+        if done == 2:
+            with pytest.raises(RuntimeError, match="must not overlap"):
+                prop.expectation_value([])
+            refused.append(done)
+
+    prop._engine.set_progress(callback)
+    prop.build_graph(circuit)
+    prop._engine.set_progress(None)
+    fresh, _ = _long_build()
+    fresh.build_graph(circuit)
+    theta = np.linspace(-1, 1, prop.n_parameters)
+    assert refused == [2]
+    assert prop.expectation_value(theta) == fresh.expectation_value(theta)
+
+
+def test_a_concurrent_call_from_another_thread_is_refused():
+    import threading
+
+    prop, circuit = _long_build()
+    inside, release = threading.Event(), threading.Event()
+
+    def callback(done, total, terms):
+        if done == 1:
+            inside.set()
+            release.wait(timeout=30)
+
+    prop._engine.set_progress(callback)
+    worker = threading.Thread(target=prop.build_graph, args=(circuit,))
+    worker.start()
+    assert inside.wait(timeout=30)
+    try:
+        with pytest.raises(RuntimeError, match="must not overlap"):
+            prop.expectation_value([])
+    finally:
+        release.set()
+        worker.join(timeout=60)
+    assert prop.graph_layers == len(circuit)

@@ -10,6 +10,7 @@
 // o the fixed observable.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -147,6 +148,7 @@ class MonomialPropagator {
   template <typename F>
   auto guarded(const char* operation, F&& body) const -> decltype(body()) {
     check_valid();
+    const Busy busy(busy_, operation);  // refuses a concurrent or reentrant call
     try {
       return body();
     } catch (const ArgumentError&) {
@@ -170,9 +172,28 @@ class MonomialPropagator {
     }
   }
 
+  // Set while an operation runs. Copies start idle; the flag itself is not copied.
+  struct BusyFlag {
+    std::atomic<bool> on{false};
+    BusyFlag() = default;
+    BusyFlag(const BusyFlag&) {}
+    BusyFlag& operator=(const BusyFlag&) { return *this; }
+  };
+  struct Busy {
+    std::atomic<bool>& flag;
+    Busy(BusyFlag& f, const char* operation) : flag(f.on) {
+      if (flag.exchange(true))
+        throw UsageError(std::string(operation) +
+                         " was called while another call on the same propagator is running (from another "
+                         "thread, or from a callback of that call); calls on one propagator must not overlap.");
+    }
+    ~Busy() { flag = false; }
+  };
+
   Config config_;
   std::uint64_t generation_ = 0;
   Progress progress_;
+  mutable BusyFlag busy_;
   mutable std::string invalid_reason_;
   mutable std::string fault_;
 };
