@@ -211,7 +211,7 @@ def test_argument_errors_leave_the_propagator_usable():
         prop.build_graph(
             Circuit([ExpGate(PauliOperator({"IX": 1.0}, 2))], 2), seed_parameters=[1.0]
         )
-    with pytest.raises(RuntimeError, match="not found in the operator"):
+    with pytest.raises(RuntimeError, match="Operator term X0 X1 not found in the operator"):
         prop.update_initial_operator(PauliOperator({"XX": 1.0}, 2))
     assert prop.expectation_value([0.1, 0.2]) == value
     assert prop.n_parameters == 2 and prop.graph_layers == 2

@@ -59,6 +59,7 @@ class Propagator final : public MonomialPropagator {
 
  private:
   Key key_of(const std::vector<std::uint32_t>& slots) const;
+  std::string describe(const Key& key) const;
   static void accumulate(Shard& keys, std::vector<double>& coefficients, const Key& key, double h);
   void check_circuit(const CircuitSpec& circuit, std::optional<int> only_rotate_len_k) const;
   void check_parameters(const std::vector<double>& parameters, std::int32_t expected) const;

@@ -69,6 +69,23 @@ auto Propagator<A, W>::key_of(const std::vector<std::uint32_t>& slots) const -> 
   return k;
 }
 
+// A key as users write it: Majorana indices "[0, 2]", or Pauli letters "X0 Z3".
+template <typename A, int W>
+std::string Propagator<A, W>::describe(const Key& key) const {
+  std::string out;
+  for (int q = 0; q < 2 * config_.num_modes; ++q) {
+    const auto s = static_cast<std::uint32_t>(q);
+    if constexpr (A::family == Family::Majorana) {
+      if (key.test(s)) out += (out.empty() ? "" : ", ") + std::to_string(q);
+    } else if (q % 2 == 0 && (key.test(s) || key.test(s + 1))) {
+      const char letter = key.test(s) ? (key.test(s + 1) ? 'Z' : 'X') : 'Y';
+      out += (out.empty() ? "" : " ") + std::string(1, letter) + std::to_string(q / 2);
+    }
+  }
+  if constexpr (A::family == Family::Majorana) return "[" + out + "]";
+  return out.empty() ? "I" : out;
+}
+
 // All products of at most `max_pairs` Z's: the truncated expansion of
 // 2^n rho_ref = prod_j (1 + s_j Z_j); each coefficient is the product's own
 // reference expectation.
@@ -520,10 +537,7 @@ void Propagator<A, W>::apply_initial_operator_(const std::vector<Term>& terms) {
       }
       const auto slot = store_.find(key);
       if (slot == Shard::kEmpty || slot >= n_base_) {
-        std::string name;
-        for (std::uint32_t s = 0; s < static_cast<std::uint32_t>(2 * config_.num_modes); ++s)
-          if (key.test(s)) name += (name.empty() ? "" : ", ") + std::to_string(s);
-        throw UsageError("Operator term [" + name + "] not found in the operator.");
+        throw UsageError("Operator term " + describe(key) + " not found in the operator.");
       }
       slots.emplace_back(slot, h);
     }
