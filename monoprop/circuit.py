@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
+from .conversion_utils import hermitian_phase
 from .majorana import Majorana, MajoranaOperator
 from .pauli import PauliOperator
 from .utils import _validate_system_size
@@ -39,16 +40,8 @@ __all__ = [
 GateFamily = Literal["pauli", "majorana"]
 CircuitFamily = Literal["pauli", "majorana", "empty"]
 
-# Hermitian phase i**C(w, 2) depends on C(w, 2) mod 4 only; exact values avoid 1j**k rounding.
-_PHASES = (1, 1j, -1, -1j)
-
 # A structural coefficient must be real; this is how far off a Hermitian one may be.
 _HERMITIAN_TOL = 1e-9
-
-
-def _hermitian_phase(weight: int) -> complex:
-    """``i**C(w, 2)``: the phase that makes a bare weight-``w`` Majorana product Hermitian."""
-    return _PHASES[(weight * (weight - 1) // 2) % 4]
 
 
 class ExpGate:
@@ -508,7 +501,7 @@ def _majorana_layer(
     key = tuple(key)
     if key and max(key) >= 2 * num_modes:
         raise ValueError(f"Gate term {list(key)} acts on an index >= 2*num_modes={2 * num_modes}.")
-    g = complex(coeff) if structural else -complex(coeff) / _hermitian_phase(len(key))
+    g = complex(coeff) if structural else -complex(coeff) / hermitian_phase(len(key))
     if abs(g.imag) > _HERMITIAN_TOL:
         if structural:
             raise ValueError(

@@ -208,19 +208,11 @@ PYBIND11_MODULE(_core, m) {
     });
   });
   cls.def("graph_size", &MonomialPropagator::graph_size);
-  // Every member refuses once the propagator is invalid (seed: "Failed operations").
-  cls.def_property_readonly("graph_layers", [](const MonomialPropagator& self) {
-    self.check_valid();
-    return self.graph_layers();
-  });
-  cls.def_property_readonly("n_parameters", [](const MonomialPropagator& self) {
-    self.check_valid();
-    return self.n_parameters();
-  });
-  cls.def_property_readonly("n_gates", [](const MonomialPropagator& self) {
-    self.check_valid();
-    return self.n_gates();
-  });
+  // Every member refuses once the propagator is invalid (seed: "Failed operations");
+  // the core checks its own accessors, these two read plain configuration.
+  cls.def_property_readonly("graph_layers", &MonomialPropagator::graph_layers);
+  cls.def_property_readonly("n_parameters", &MonomialPropagator::n_parameters);
+  cls.def_property_readonly("n_gates", &MonomialPropagator::n_gates);
   cls.def_property_readonly("generation", &MonomialPropagator::generation);
   cls.def_property_readonly("schrodinger", [](const MonomialPropagator& self) {
     self.check_valid();
@@ -231,10 +223,7 @@ PYBIND11_MODULE(_core, m) {
     return self.config().num_modes;
   });
   cls.def("parameter_mapping", &MonomialPropagator::parameter_mapping);
-  cls.def("layer_gates", [](const MonomialPropagator& self) {
-    self.check_valid();
-    return self.layer_gates();
-  });
+  cls.def("layer_gates", &MonomialPropagator::layer_gates);
   cls.def("set_parameter_mapping", &MonomialPropagator::set_parameter_mapping);
   cls.def("memory", [](const MonomialPropagator& self) {
     const MemoryUsage u = self.memory();
@@ -245,44 +234,17 @@ PYBIND11_MODULE(_core, m) {
     d["buffers"] = u.buffers;
     return d;
   });
+  // truncation() refuses once the propagator is invalid.
   cls.def_property(
-      "cutoff",
-      [](MonomialPropagator& self) {
-        self.check_valid();
-        return self.truncation().cutoff;
-      },
-      [](MonomialPropagator& self, std::int64_t v) {
-        self.check_valid();
-        self.truncation().cutoff = v;
-      });
+      "cutoff", [](MonomialPropagator& self) { return self.truncation().cutoff; },
+      [](MonomialPropagator& self, std::int64_t v) { self.truncation().cutoff = v; });
   cls.def_property(
-      "cutoff_type",
-      [](MonomialPropagator& self) {
-        self.check_valid();
-        return cutoff_type_name(self.truncation().type);
-      },
-      [](MonomialPropagator& self, const std::string& v) {
-        self.check_valid();
-        self.truncation().type = parse_cutoff_type(v);
-      });
+      "cutoff_type", [](MonomialPropagator& self) { return cutoff_type_name(self.truncation().type); },
+      [](MonomialPropagator& self, const std::string& v) { self.truncation().type = parse_cutoff_type(v); });
   cls.def_property(
-      "lower_atol",
-      [](MonomialPropagator& self) {
-        self.check_valid();
-        return self.truncation().lower_atol;
-      },
-      [](MonomialPropagator& self, std::optional<double> v) {
-        self.check_valid();
-        self.truncation().lower_atol = v;
-      });
+      "lower_atol", [](MonomialPropagator& self) { return self.truncation().lower_atol; },
+      [](MonomialPropagator& self, std::optional<double> v) { self.truncation().lower_atol = v; });
   cls.def_property(
-      "upper_atol",
-      [](MonomialPropagator& self) {
-        self.check_valid();
-        return self.truncation().upper_atol;
-      },
-      [](MonomialPropagator& self, std::optional<double> v) {
-        self.check_valid();
-        self.truncation().upper_atol = v;
-      });
+      "upper_atol", [](MonomialPropagator& self) { return self.truncation().upper_atol; },
+      [](MonomialPropagator& self, std::optional<double> v) { self.truncation().upper_atol = v; });
 }

@@ -120,7 +120,11 @@ class MonomialPropagator {
   virtual MemoryUsage memory() const = 0;
 
   const Config& config() const { return config_; }
-  Truncation& truncation() { return config_.truncation; }
+  // The settings as callers see them; refuses once the propagator is invalid.
+  Truncation& truncation() {
+    check_valid();
+    return config_.truncation;
+  }
   bool schrodinger() const { return config_.schrodinger_cutoff.has_value(); }
   // Bumped whenever the graph or the operand a replay starts from changes.
   std::uint64_t generation() const { return generation_; }

@@ -45,10 +45,20 @@ class Propagator final : public MonomialPropagator {
     check_valid();
     return store_.size();
   }
-  std::size_t graph_layers() const override { return graph_.size(); }
+  // Introspection refuses on an invalid propagator like every other member.
+  std::size_t graph_layers() const override {
+    check_valid();
+    return graph_.size();
+  }
   std::pair<std::size_t, std::size_t> graph_size() const override;
-  std::int32_t n_parameters() const override { return n_parameters_; }
-  std::int32_t n_gates() const override { return n_gates_; }
+  std::int32_t n_parameters() const override {
+    check_valid();
+    return n_parameters_;
+  }
+  std::int32_t n_gates() const override {
+    check_valid();
+    return n_gates_;
+  }
   std::vector<std::int32_t> parameter_mapping() const override;
   std::vector<std::int32_t> layer_gates() const override;
   void set_parameter_mapping(const std::vector<std::int32_t>& per_layer) override;

@@ -574,6 +574,7 @@ std::vector<std::int32_t> Propagator<A, W>::parameter_mapping() const {
 
 template <typename A, int W>
 std::vector<std::int32_t> Propagator<A, W>::layer_gates() const {
+  check_valid();
   std::vector<std::int32_t> out;
   for (const GraphLayer& layer : graph_) out.push_back(layer.gate);
   if (!schrodinger()) std::reverse(out.begin(), out.end());
