@@ -73,6 +73,8 @@ class Propagator final : public MonomialPropagator {
   static void accumulate(Shard& keys, std::vector<double>& coefficients, const Key& key, double h);
   void check_circuit(const CircuitSpec& circuit, std::optional<int> only_rotate_len_k) const;
   void check_parameters(const std::vector<double>& parameters, std::int32_t expected) const;
+  std::vector<std::int32_t> checked_evaluation(const std::vector<double>& parameters,
+                                               const std::vector<std::int32_t>* mapping) const;
   // Per-layer parameter indices in graph order for a circuit-order mapping.
   std::vector<std::int32_t> graph_order(const std::vector<std::int32_t>& mapping) const;
   // Order in which a circuit's layers act on the operand.

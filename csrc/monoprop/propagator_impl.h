@@ -148,6 +148,18 @@ void Propagator<A, W>::check_parameters(const std::vector<double>& parameters, s
                      " does not match the expected number of parameters " + std::to_string(expected) + ".");
 }
 
+// Argument checks of an evaluation; returns the per-layer parameter indices
+// (graph order) of `mapping`, or nothing to use the graph's own.
+template <typename A, int W>
+std::vector<std::int32_t> Propagator<A, W>::checked_evaluation(const std::vector<double>& parameters,
+                                                               const std::vector<std::int32_t>* mapping) const {
+  check_valid();
+  std::vector<std::int32_t> layer_parameters;
+  if (mapping) layer_parameters = graph_order(*mapping);
+  check_parameters(parameters, mapping ? mapped_count(*mapping) : n_parameters_);
+  return layer_parameters;
+}
+
 template <typename A, int W>
 std::vector<std::int32_t> Propagator<A, W>::graph_order(const std::vector<std::int32_t>& mapping) const {
   if (mapping.size() != graph_.size())
@@ -416,10 +428,7 @@ const std::vector<double>& Propagator<A, W>::weights() const {
 template <typename A, int W>
 double Propagator<A, W>::expectation_value(const std::vector<double>& parameters, double pare,
                                            const std::vector<std::int32_t>* mapping) const {
-  check_valid();
-  std::vector<std::int32_t> layer_parameters;
-  if (mapping) layer_parameters = graph_order(*mapping);
-  check_parameters(parameters, mapping ? mapped_count(*mapping) : n_parameters_);
+  const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
   return guarded("evaluate", [&] {
     std::vector<double>& c = replay_c_;
     replay_into(c, parameters, nullptr, pare, mapping ? &layer_parameters : nullptr);
@@ -434,10 +443,7 @@ template <typename A, int W>
 double Propagator<A, W>::expectation_value_and_gradient(const std::vector<double>& parameters,
                                                         std::vector<double>& gradient, double pare,
                                                         const std::vector<std::int32_t>* mapping) const {
-  check_valid();
-  std::vector<std::int32_t> layer_parameters;
-  if (mapping) layer_parameters = graph_order(*mapping);
-  check_parameters(parameters, mapping ? mapped_count(*mapping) : n_parameters_);
+  const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
     // Buffers persist across calls: a VQE loop replays thousands of times and
