@@ -19,7 +19,12 @@ from ._core import (
     is_antihermitian,
 )
 from .circuit import Circuit, ExpGate, expand_monomials, validate_parameter_mapping
-from .exceptions import InvalidPropagatorError, NumberOfModesInvalidError, StaleFunctionalError
+from .exceptions import (
+    InvalidPropagatorError,
+    MultiShardUnsupported,
+    NumberOfModesInvalidError,
+    StaleFunctionalError,
+)
 from .fermi import FermiOperator, FermiString
 from .integral_conversion import integrals_to_fermion
 from .majorana import Majorana, MajoranaOperator
@@ -41,6 +46,7 @@ __all__ = [
     "FermiOperator",
     "FermiString",
     "InvalidPropagatorError",
+    "MultiShardUnsupported",
     "Majorana",
     "MajoranaOperator",
     "MajoranaPropagator",

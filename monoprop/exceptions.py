@@ -29,3 +29,12 @@ class InvalidPropagatorError(RuntimeError):
     >>> issubclass(InvalidPropagatorError, RuntimeError)
     True
     """
+
+
+class MultiShardUnsupported(RuntimeError):
+    """A raw layout accessor (``mp_op``, ``indexing``, ``graph``, ``graph_data``) was called on a
+    propagator with more than one shard; launch with ``monoprop_NUM_THREADS=1`` to use them.
+
+    >>> issubclass(MultiShardUnsupported, RuntimeError)
+    True
+    """

@@ -374,8 +374,42 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         return tuple(self._engine.graph_size())
 
     def memory(self) -> dict[str, int]:
-        """Bytes held, by kind: ``terms``, ``index``, ``graph``, ``buffers``."""
+        """Bytes held by this rank's shards, by kind: ``terms``, ``index``, ``graph``,
+        ``buffers``."""
         return dict(self._engine.memory())
+
+    @property
+    def num_threads(self) -> int:
+        """T: this propagator's shards, one per OpenMP thread of every operation.
+
+        Read from ``monoprop_NUM_THREADS`` (else the OpenMP default) when the propagator was
+        constructed; copies and functionals keep it.
+        """
+        return self._engine.num_threads
+
+    # -- raw layout of the sole shard (T = 1): read-only snapshots -------------------------
+
+    def mp_op(self) -> dict[str, np.ndarray]:
+        """The shard's terms: ``keys`` (uint64, one row of 64-slot words per term),
+        ``lengths`` (set slots per term) and ``coefficients`` (what a replay starts from).
+
+        Raises :class:`MultiShardUnsupported` unless ``num_threads == 1``.
+        """
+        return self._engine.mp_op()
+
+    def indexing(self) -> dict[str, np.ndarray]:
+        """The shard's hash index: per entry the ``tag`` (high half of the key's hash) and
+        the ``slot`` it points to (``0xFFFFFFFF``: empty)."""
+        return self._engine.indexing()
+
+    def graph(self) -> list[dict[str, np.ndarray]]:
+        """The shard's graph, one dict per layer in application order: ``pairs`` (m, 2)
+        with ``pair_signs``, ``halves`` (h, 2) with ``half_signs``, and ``cos_only``."""
+        return self._engine.graph()
+
+    def graph_data(self) -> dict[str, np.ndarray]:
+        """Per graph layer (application order): ``parameter``, ``gate`` and ``frequency``."""
+        return self._engine.graph_data()
 
     @property
     def graph_layers(self) -> int:

@@ -61,6 +61,24 @@ py::array_t<double> to_numpy(std::vector<double> v) {
   return py::array_t<double>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
 }
 
+// A read-only snapshot of `n` values at `data` (shape `shape`, default flat).
+template <typename T>
+py::array frozen(const T* data, std::size_t n, std::vector<py::ssize_t> shape = {}) {
+  if (shape.empty()) shape = {static_cast<py::ssize_t>(n)};
+  py::array_t<T> out(shape);
+  if (n) std::copy(data, data + n, out.mutable_data());
+  out.attr("setflags")(py::arg("write") = false);
+  return std::move(out);
+}
+template <typename T>
+py::array frozen(const std::vector<T>& v, std::vector<py::ssize_t> shape = {}) {
+  return frozen(v.data(), v.size(), std::move(shape));
+}
+// Entry pairs (a, b) of a graph layer as an (m, 2) array.
+py::array pairs_of(const std::vector<std::uint32_t>& flat) {
+  return frozen(flat, {static_cast<py::ssize_t>(flat.size() / 2), 2});
+}
+
 const char* cutoff_type_name(CutoffType t) { return t == CutoffType::Length ? "length" : "support"; }
 
 CutoffType parse_cutoff_type(const std::string& name) {
@@ -82,11 +100,17 @@ PYBIND11_MODULE(_core, m) {
     } catch (const InvalidPropagator& e) {
       py::object cls = py::module_::import("monoprop.exceptions").attr("InvalidPropagatorError");
       PyErr_SetString(cls.ptr(), e.what());
+    } catch (const MultiShardUnsupported& e) {
+      py::object cls = py::module_::import("monoprop.exceptions").attr("MultiShardUnsupported");
+      PyErr_SetString(cls.ptr(), e.what());
     }
   });
   m.attr("MAX_NUM_MODES") = kMaxNumModes;
   m.attr("has_mpi") = false;
   m.attr("__build_type__") = MONOPROP_BUILD_TYPE;
+  m.def("thread_budget_from_environment", &thread_budget_from_environment,
+        "The thread budget a propagator constructed now would take: monoprop_NUM_THREADS, parsed strictly, else "
+        "the OpenMP default.");
 
   m.def(
       "is_antihermitian", [](const std::vector<py::object>& indices) { return (indices.size() % 4) >= 2; },
@@ -116,7 +140,7 @@ PYBIND11_MODULE(_core, m) {
   cls.def(py::init([](const std::string& family, int num_modes, const SlotArray& slots, const OffsetArray& offsets,
                       const RealArray& coefficients, std::vector<int> occupied, std::optional<int> schrodinger_slots,
                       std::int64_t cutoff, const std::string& cutoff_type, std::optional<double> lower,
-                      std::optional<double> upper) {
+                      std::optional<double> upper, std::optional<BasisChange> basis_change) {
             Config config;
             config.family = family == "pauli" ? Family::Pauli : Family::Majorana;
             config.num_modes = num_modes;
@@ -124,11 +148,11 @@ PYBIND11_MODULE(_core, m) {
             config.occupied = std::move(occupied);
             config.schrodinger_cutoff = schrodinger_slots;
             config.truncation = {cutoff, parse_cutoff_type(cutoff_type), lower, upper};
-            return make_propagator(std::move(config));
+            return make_propagator(std::move(config), basis_change.value_or(BasisChange{}));
           }),
           py::arg("family"), py::arg("num_modes"), py::arg("slots"), py::arg("offsets"), py::arg("coefficients"),
           py::arg("occupied"), py::arg("schrodinger_slots"), py::arg("cutoff"), py::arg("cutoff_type"),
-          py::arg("lower_atol"), py::arg("upper_atol"));
+          py::arg("lower_atol"), py::arg("upper_atol"), py::arg("basis_change") = py::none());
 
   cls.def("clone", [](const MonomialPropagator& self) { return self.clone_(); });
   cls.def("propagate", [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
@@ -221,6 +245,60 @@ PYBIND11_MODULE(_core, m) {
   cls.def_property_readonly("num_modes", [](const MonomialPropagator& self) {
     self.check_valid();
     return self.config().num_modes;
+  });
+  cls.def_property_readonly("num_threads", [](const MonomialPropagator& self) {
+    self.check_valid();
+    return self.num_threads();
+  });
+  cls.def_property_readonly("basis_change", [](const MonomialPropagator& self) {
+    self.check_valid();
+    return self.basis_change();
+  });
+  // Raw layout of the sole shard (T = 1), as read-only snapshots: a view into
+  // arrays that the next operation may reallocate could outlive them.
+  cls.def("mp_op", [](const MonomialPropagator& self) {
+    const OperatorView v = self.mp_op();
+    std::vector<std::uint64_t> keys(v.size * static_cast<std::size_t>(v.words));
+    for (std::size_t t = 0; t < v.size; ++t)
+      for (int w = 0; w < v.words; ++w) keys[t * v.words + w] = v.columns[w][t];
+    py::dict d;
+    d["keys"] = frozen(keys, {static_cast<py::ssize_t>(v.size), v.words});
+    d["lengths"] = frozen(v.lengths, v.size);
+    d["coefficients"] = frozen(v.coefficients, v.size);
+    return d;
+  });
+  cls.def("indexing", [](const MonomialPropagator& self) {
+    const IndexView v = self.indexing();
+    std::vector<std::uint32_t> tag(v.capacity), slot(v.capacity);
+    for (std::size_t i = 0; i < v.capacity; ++i) {
+      tag[i] = v.entries[i].tag;
+      slot[i] = v.entries[i].slot;
+    }
+    py::dict d;
+    d["tag"] = frozen(tag);
+    d["slot"] = frozen(slot);
+    return d;
+  });
+  cls.def("graph", [](const MonomialPropagator& self) {
+    py::list layers;
+    for (const GraphLayer& layer : self.graph()) {
+      py::dict d;
+      d["pairs"] = pairs_of(layer.pairs);
+      d["pair_signs"] = frozen(layer.pair_signs);
+      d["halves"] = pairs_of(layer.halves);
+      d["half_signs"] = frozen(layer.half_signs);
+      d["cos_only"] = frozen(layer.cos_only);
+      layers.append(d);
+    }
+    return layers;
+  });
+  cls.def("graph_data", [](const MonomialPropagator& self) {
+    const GraphData g = self.graph_data();
+    py::dict d;
+    d["parameter"] = frozen(g.parameter);
+    d["gate"] = frozen(g.gate);
+    d["frequency"] = frozen(g.frequency);
+    return d;
   });
   cls.def("parameter_mapping", &MonomialPropagator::parameter_mapping);
   cls.def("layer_gates", &MonomialPropagator::layer_gates);

@@ -23,6 +23,12 @@ struct ShardCeilingError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A raw-layout accessor on a propagator with more than one shard (T > 1),
+// where there is no single store to return. Changes nothing.
+struct MultiShardUnsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Any use of a propagator after an operation failed half-way through.
 struct InvalidPropagator : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -21,6 +21,7 @@
 
 #include "algebra.h"
 #include "errors.h"
+#include "graph.h"
 
 namespace monoprop {
 
@@ -77,6 +78,38 @@ struct MemoryUsage {
   std::size_t terms = 0, index = 0, graph = 0, buffers = 0;
 };
 
+// Image of each logical slot as a set of engine slots (for example the
+// Jordan-Wigner strings of Majorana slots on qubits); empty means none.
+using BasisChange = std::vector<std::vector<std::uint32_t>>;
+
+// Raw layout of the sole shard (see MonomialPropagator::mp_op and friends).
+// Pointers stay valid until the next operation that changes the propagator.
+struct OperatorView {
+  int words = 0;                                // 64-bit words per key
+  std::size_t size = 0;                         // terms
+  std::vector<const std::uint64_t*> columns;    // word w of every key
+  const std::uint16_t* lengths = nullptr;       // set slots per key
+  const double* coefficients = nullptr;         // coefficients a replay starts from
+};
+struct IndexEntry {
+  std::uint32_t tag;   // high half of the key's hash
+  std::uint32_t slot;  // 0xFFFFFFFF: empty
+};
+struct IndexView {
+  const IndexEntry* entries = nullptr;
+  std::size_t capacity = 0;
+};
+// Per graph layer (application order): parameter index, gate, frequency.
+struct GraphData {
+  std::vector<std::int32_t> parameter, gate;
+  std::vector<double> frequency;
+};
+
+// The thread budget T: monoprop_NUM_THREADS parsed strictly (decimal digits,
+// 1..2147483647), else omp_get_max_threads(). Throws UsageError naming the
+// variable for any other value.
+int thread_budget_from_environment();
+
 // Reports (layers done, layers in the call, terms held) during long builds.
 using Progress = std::function<void(std::size_t, std::size_t, std::size_t)>;
 
@@ -105,8 +138,9 @@ class MonomialPropagator {
   virtual TermList evolved_terms(const std::vector<double>& parameters, double atol) const = 0;
   virtual std::vector<double> coefficients_of(const std::vector<Term>& terms,
                                               const std::vector<double>& parameters) const = 0;
-  virtual void update_initial_operator(const std::vector<Term>& terms) {
-    guarded("update_initial_operator", [&] { apply_initial_operator_(terms); });
+  // Returns this rank's share of the update (see apply_initial_operator_).
+  virtual std::size_t update_initial_operator(const std::vector<Term>& terms) {
+    return guarded("update_initial_operator", [&] { return apply_initial_operator_(terms); });
   }
 
   virtual std::size_t size() const = 0;
@@ -119,7 +153,20 @@ class MonomialPropagator {
   virtual void set_parameter_mapping(const std::vector<std::int32_t>& per_layer) = 0;
   virtual MemoryUsage memory() const = 0;
 
+  // Raw layout of the sole shard: only when T = 1 (whatever the rank count);
+  // with T > 1 they throw MultiShardUnsupported and change nothing. An
+  // invalid propagator reports that first.
+  OperatorView mp_op() const { return check_sole_shard(), mp_op_(); }
+  IndexView indexing() const { return check_sole_shard(), indexing_(); }
+  const Graph& graph() const { return check_sole_shard(), graph_(); }
+  GraphData graph_data() const { return check_sole_shard(), graph_data_(); }
+
   const Config& config() const { return config_; }
+  // Shards of this rank, one per OpenMP thread; read once at construction.
+  int num_threads() const { return num_threads_; }
+  const BasisChange& basis_change() const { return basis_change_; }
+  int logical_num_modes() const { return logical_num_modes_; }
+  Family basis() const { return basis_; }
   // The settings as callers see them; refuses once the propagator is invalid.
   Truncation& truncation() {
     check_valid();
@@ -142,9 +189,16 @@ class MonomialPropagator {
   void inject_fault(std::string where) { fault_ = std::move(where); }
 
  protected:
-  explicit MonomialPropagator(Config config) : config_(std::move(config)) {}
-  // Returns this rank's share of the update (one rank, one shard for now).
-  virtual void apply_initial_operator_(const std::vector<Term>& terms) = 0;
+  // `basis_change` (empty, or one image per logical slot), `logical_num_modes`
+  // and `basis` describe the problem as the caller wrote it before it was
+  // mapped onto the engine's modes; terms reach the engine already mapped.
+  MonomialPropagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis);
+  // Returns this rank's share of the update: how many of `terms` its shards hold.
+  virtual std::size_t apply_initial_operator_(const std::vector<Term>& terms) = 0;
+  virtual OperatorView mp_op_() const = 0;
+  virtual IndexView indexing_() const = 0;
+  virtual const Graph& graph_() const = 0;
+  virtual GraphData graph_data_() const = 0;
 
   // Runs an operation: argument and usage errors, and the shard ceiling, are
   // raised before anything changes and leave the propagator usable; any other
@@ -194,7 +248,19 @@ class MonomialPropagator {
     ~Busy() { flag = false; }
   };
 
+  void check_sole_shard() const {
+    check_valid();
+    if (num_threads_ != 1)
+      throw MultiShardUnsupported("this propagator has " + std::to_string(num_threads_) +
+                                  " shards (one per thread), so there is no single store to return; launch with "
+                                  "monoprop_NUM_THREADS=1 to use the raw layout accessors.");
+  }
+
   Config config_;
+  int num_threads_ = 1;
+  BasisChange basis_change_;
+  int logical_num_modes_ = 0;
+  Family basis_ = Family::Majorana;
   std::uint64_t generation_ = 0;
   Progress progress_;
   mutable BusyFlag busy_;
@@ -202,6 +268,10 @@ class MonomialPropagator {
   mutable std::string fault_;
 };
 
-std::unique_ptr<MonomialPropagator> make_propagator(Config config);
+// The engine for `config`; the tail describes the caller's basis (by default
+// the engine's own: no basis change, config.num_modes modes, config.family).
+std::unique_ptr<MonomialPropagator> make_propagator(Config config, BasisChange basis_change = {},
+                                                    std::optional<int> logical_num_modes = {},
+                                                    std::optional<Family> basis = {});
 
 }  // namespace monoprop

@@ -1,4 +1,14 @@
 // The engine: MonomialPropagator for one algebra and one key width.
+//
+// The operator is split into T shards (T = num_threads()), shard t owning the
+// monomials whose splitmix hash maps to t. Every operation runs one OpenMP
+// team of T threads, thread t working shard t (see team.h). A gate's partner
+// M xor G of a term M usually lives in another shard: the scan routes such
+// lookups through per-destination buffers, each owner resolves what it
+// received in ascending source order, and the answers travel back the same
+// way. Replays need no routing: a pair that spans two shards is replayed by
+// one thread, which reads and writes the other shard's coefficient directly
+// (no other thread touches that slot in that layer).
 #pragma once
 
 #include <cmath>
@@ -10,6 +20,7 @@
 #include "graph.h"
 #include "monomial_propagator.h"
 #include "store.h"
+#include "team.h"
 
 namespace monoprop {
 
@@ -17,10 +28,10 @@ template <typename Algebra, int W>
 class Propagator final : public MonomialPropagator {
  public:
   using Key = Monomial<W>;
-  using Shard = Store<W>;
+  using Keys = Store<W>;
   using Gen = typename Algebra::template Generator<W>;
 
-  explicit Propagator(Config config);
+  Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis);
 
   std::unique_ptr<MonomialPropagator> clone_() const override {
     check_valid();
@@ -43,12 +54,12 @@ class Propagator final : public MonomialPropagator {
 
   std::size_t size() const override {
     check_valid();
-    return store_.size();
+    return total_size();
   }
   // Introspection refuses on an invalid propagator like every other member.
   std::size_t graph_layers() const override {
     check_valid();
-    return graph_.size();
+    return layers().size();
   }
   std::pair<std::size_t, std::size_t> graph_size() const override;
   std::int32_t n_parameters() const override {
@@ -65,12 +76,55 @@ class Propagator final : public MonomialPropagator {
   MemoryUsage memory() const override;
 
  protected:
-  void apply_initial_operator_(const std::vector<Term>& terms) override;
+  std::size_t apply_initial_operator_(const std::vector<Term>& terms) override;
+  OperatorView mp_op_() const override;
+  IndexView indexing_() const override;
+  const Graph& graph_() const override { return shards_[0].graph; }
+  GraphData graph_data_() const override;
 
  private:
+  // A lookup routed to another shard, and its answer.
+  enum class Answer : std::uint8_t { Found, Born, Dropped };
+  struct Query {
+    Key partner;
+    std::uint64_t hash;
+    double moved;         // |sin phi * c_a|: what truncation would drop
+    std::uint32_t slot;   // a, in the asking shard
+    std::uint32_t found;  // b, in the owning shard (Found or Born)
+    std::int8_t sign;
+    Answer answer;
+  };
+  // One shard: its terms and everything indexed by their slots.
+  struct Shard {
+    Keys keys;
+    std::vector<double> base;  // coefficients a replay starts from
+    Graph graph;               // in application order, layers aligned across shards
+    std::size_t n_base = 0;    // terms held when the graph was empty
+    std::vector<double> work;  // coefficients of a propagation at fixed parameters
+    // Scratch of a layer being built: local births, and lookups by destination.
+    GraphLayer scratch;
+    std::vector<std::uint32_t> births;
+    std::vector<std::int8_t> birth_signs;
+    std::vector<std::vector<Query>> outbox;
+    // Replay buffers, kept across calls: a VQE loop replays thousands of
+    // times and fresh pages would cost more than the sweep.
+    mutable std::vector<double> c, tape, state, weights;
+    mutable bool weights_stale = true;
+  };
+
+  int threads() const { return num_threads_; }
+  // The shard that owns a monomial of hash h.
+  int owner(std::uint64_t h) const {
+    const auto mixed = static_cast<std::uint32_t>(h ^ (h >> 32));
+    return static_cast<int>((std::uint64_t{mixed} * static_cast<std::uint64_t>(threads())) >> 32);
+  }
+  std::size_t total_size() const;
+  const Graph& layers() const { return shards_[0].graph; }  // metadata is the same in every shard
   Key key_of(const std::vector<std::uint32_t>& slots) const;
   std::string describe(const Key& key) const;
-  static void accumulate(Shard& keys, std::vector<double>& coefficients, const Key& key, double h);
+  // Adds h to the coefficient of `key` in its owner shard (construction).
+  void accumulate(const Key& key, double h);
+  static void accumulate(Keys& keys, std::vector<double>& coefficients, const Key& key, double h);
   void check_circuit(const CircuitSpec& circuit, std::optional<int> only_rotate_len_k) const;
   void check_parameters(const std::vector<double>& parameters, std::int32_t expected) const;
   std::vector<std::int32_t> checked_evaluation(const std::vector<double>& parameters,
@@ -81,32 +135,31 @@ class Propagator final : public MonomialPropagator {
   std::vector<const LayerSpec*> application_order(const CircuitSpec& circuit) const;
   double frequency(const LayerSpec& layer) const { return (schrodinger() ? -2.0 : 2.0) * layer.coefficient; }
   bool keep_partner(const Key& partner, bool informed, double moved) const;
-  // One layer on the current store; see graph.h for what is recorded.
-  void apply_layer(const Key& generator, double phi, std::vector<double>* c, GraphLayer* record,
-                   std::optional<int> only_rotate_len_k);
-  void replay_into(std::vector<double>& c, const std::vector<double>& parameters, std::vector<double>* tape,
-                   double pare, const std::vector<std::int32_t>* layer_parameters) const;
-  std::vector<double> replayed(const std::vector<double>& parameters) const;
-  void apply_circuit(const CircuitSpec& circuit, const std::vector<double>* theta, std::int32_t parameter_shift,
-                     std::int32_t gate_shift, std::vector<double>* work, Graph* record, std::optional<int> k);
-  const std::vector<double>& weights() const;
-  void expand_reference_state(int max_pairs);
 
-  Shard store_;
-  std::vector<double> base_;  // coefficients a replay starts from
-  double core_ = 0.0;         // Heisenberg identity term, kept apart
-  Key occupied_;              // even slot of each occupied mode
-  Shard observable_keys_;     // Schrodinger observable
+  // Team members: thread t, on shard t.
+  // One layer on the current stores; `work` (each shard's `work` vector, whose
+  // data pointers are `c`) is rotated when given; see graph.h for what is recorded.
+  void apply_layer(int t, Team& team, const Key& generator, double phi, double** c, GraphLayer* record,
+                   std::optional<int> only_rotate_len_k);
+  void apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
+                     std::int32_t parameter_shift, std::int32_t gate_shift, double** c, Graph* record,
+                     std::optional<int> k);
+  // Replays the graph on shard buffers `out` (c per shard, pointers in `c`).
+  void replay(int t, Team& team, std::vector<double>& out, double** c, const double* theta,
+              std::vector<double>* tape, double pare, const std::int32_t* layer_parameters) const;
+  // Replays at `parameters` into each shard's `c` buffer (a whole operation).
+  void replay_all(const std::vector<double>& parameters) const;
+  const std::vector<double>& weights(int t) const;
+  void expand_reference_state(int max_pairs);
+  // Drops every term appended since `sizes` (a refused operation).
+  void truncate_to(const std::vector<std::size_t>& sizes);
+
+  std::vector<Shard> shards_;
+  double core_ = 0.0;  // Heisenberg identity term, kept apart
+  Key occupied_;       // even slot of each occupied mode
+  Keys observable_keys_;  // Schrodinger observable, whole on every shard's view
   std::vector<double> observable_coefficients_;
-  Graph graph_;  // in application order
   std::int32_t n_parameters_ = 0, n_gates_ = 0;
-  std::size_t n_base_ = 0;  // terms held when the graph was empty
-  mutable std::vector<double> weights_;
-  mutable bool weights_stale_ = true;
-  GraphLayer scratch_;
-  mutable std::vector<double> replay_c_, replay_tape_, replay_state_;
-  std::vector<std::uint32_t> births_;
-  std::vector<std::int8_t> birth_signs_;
 };
 
 }  // namespace monoprop

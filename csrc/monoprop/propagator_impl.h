@@ -15,7 +15,10 @@ inline std::int32_t mapped_count(const std::vector<std::int32_t>& mapping) {
 }
 
 template <typename A, int W>
-Propagator<A, W>::Propagator(Config config) : MonomialPropagator(std::move(config)) {
+Propagator<A, W>::Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis)
+    : MonomialPropagator(std::move(config), std::move(basis_change), logical_num_modes, basis),
+      shards_(static_cast<std::size_t>(num_threads_)) {
+  for (Shard& shard : shards_) shard.outbox.resize(shards_.size());
   const int n = config_.num_modes;
   for (const int mode : config_.occupied) {
     if (mode < 0 || mode >= n)
@@ -26,34 +29,42 @@ Propagator<A, W>::Propagator(Config config) : MonomialPropagator(std::move(confi
   std::vector<std::pair<Key, double>> terms;
   for (const Term& t : config_.initial_operator) terms.emplace_back(key_of(t.slots), t.coefficient);
 
-  Shard* target = &store_;
-  std::vector<double>* coefficients = &base_;
-  if (schrodinger()) {
-    expand_reference_state((std::min(*config_.schrodinger_cutoff, 2 * n) + 1) / 2);
-    target = &observable_keys_;
-    coefficients = &observable_coefficients_;
-  }
+  if (schrodinger()) expand_reference_state((std::min(*config_.schrodinger_cutoff, 2 * n) + 1) / 2);
   for (const auto& [key, h] : terms) {
-    if (!schrodinger() && key.is_identity()) {
+    if (schrodinger())
+      accumulate(observable_keys_, observable_coefficients_, key, h);
+    else if (key.is_identity())
       core_ += h;
-      continue;
-    }
-    accumulate(*target, *coefficients, key, h);
+    else
+      accumulate(key, h);
   }
-  n_base_ = store_.size();
+  for (Shard& shard : shards_) shard.n_base = shard.keys.size();
+}
+
+template <typename A, int W>
+void Propagator<A, W>::accumulate(const Key& key, double h) {
+  Shard& shard = shards_[owner(key.hash())];
+  accumulate(shard.keys, shard.base, key, h);
 }
 
 // Adds h to the coefficient of `key`, appending the key when it is new.
 template <typename A, int W>
-void Propagator<A, W>::accumulate(Shard& keys, std::vector<double>& coefficients, const Key& key, double h) {
+void Propagator<A, W>::accumulate(Keys& keys, std::vector<double>& coefficients, const Key& key, double h) {
   const auto slot = keys.find(key);
-  if (slot != Shard::kEmpty) {
+  if (slot != Keys::kEmpty) {
     coefficients[slot] += h;
     return;
   }
   keys.reserve_for(1);
   keys.append(key);
   coefficients.push_back(h);
+}
+
+template <typename A, int W>
+std::size_t Propagator<A, W>::total_size() const {
+  std::size_t n = 0;
+  for (const Shard& shard : shards_) n += shard.keys.size();
+  return n;
 }
 
 template <typename A, int W>
@@ -105,17 +116,18 @@ void Propagator<A, W>::expand_reference_state(int max_pairs) {
                              std::to_string(static_cast<long long>(count)) + " terms (about " +
                              std::to_string(static_cast<long long>(bytes / (1 << 30))) +
                              " GiB, limit 8 GiB); lower schrodinger_cutoff.");
-  store_.reserve_for(static_cast<std::size_t>(count));
   std::vector<int> modes;
-  // Depth-first over increasing mode lists.
+  // Depth-first over increasing mode lists; each product goes to its owner.
   auto visit = [&](auto&& self, int next) -> void {
     Key k;
     for (const int m : modes) {
       k.set(2 * static_cast<std::uint32_t>(m));
       k.set(2 * static_cast<std::uint32_t>(m) + 1);
     }
-    store_.append(k);
-    base_.push_back(A::reference_overlap(k, occupied_));
+    Shard& shard = shards_[owner(k.hash())];
+    shard.keys.reserve_for(1);
+    shard.keys.append(k);
+    shard.base.push_back(A::reference_overlap(k, occupied_));
     if (static_cast<int>(modes.size()) == max_pairs) return;
     for (int m = next; m < n; ++m) {
       modes.push_back(m);
@@ -162,8 +174,8 @@ std::vector<std::int32_t> Propagator<A, W>::checked_evaluation(const std::vector
 
 template <typename A, int W>
 std::vector<std::int32_t> Propagator<A, W>::graph_order(const std::vector<std::int32_t>& mapping) const {
-  if (mapping.size() != graph_.size())
-    throw ArgumentError("a per-layer mapping needs " + std::to_string(graph_.size()) + " entries; got " +
+  if (mapping.size() != layers().size())
+    throw ArgumentError("a per-layer mapping needs " + std::to_string(layers().size()) + " entries; got " +
                         std::to_string(mapping.size()) + ".");
   for (const std::int32_t p : mapping)
     if (p < 0) throw ArgumentError("parameter mapping entries must be >= 0; got " + std::to_string(p) + ".");
@@ -194,19 +206,24 @@ bool Propagator<A, W>::keep_partner(const Key& partner, bool informed, double mo
 }
 
 template <typename A, int W>
-void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector<double>* c, GraphLayer* record,
-                                   std::optional<int> k) {
+void Propagator<A, W>::apply_layer(int t, Team& team, const Key& generator, double phi, double** c,
+                                   GraphLayer* record, std::optional<int> k) {
   const Gen gen(generator);
   const double sn = std::sin(phi);
-  const std::size_t n = store_.size();
-  GraphLayer& L = scratch_;
+  const bool informed = c != nullptr;
+  Shard& me = shards_[t];
+  Keys& keys = me.keys;
+  const std::size_t n = keys.size();
+  GraphLayer& L = me.scratch;
   L.clear_entries();
-  births_.clear();
-  birth_signs_.clear();
+  me.births.clear();
+  me.birth_signs.clear();
+  for (auto& out : me.outbox) out.clear();
 
-  // Scan: classify every anticommuting term before anything changes. Terms go
-  // in blocks: first the partners' hashes (and a prefetch of their index
-  // lines), then the lookups, so the cache misses overlap.
+  // 1. Scan: classify every anticommuting term before anything changes.
+  // Terms go in blocks: first the partners' hashes (and a prefetch of their
+  // index lines), then the lookups, so the cache misses overlap. A partner
+  // owned by another shard is posted to that shard's buffer instead.
   constexpr std::size_t kBlock = W <= 4 ? 256 : 64;  // enough misses in flight; bounded stack
   struct Candidate {
     Key partner;
@@ -218,8 +235,8 @@ void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector
   std::uint32_t hits[kBlock];
   // The scan reads the generator's words straight from the store's columns.
   const std::uint64_t* columns[W];
-  for (int w = 0; w < gen.n_active; ++w) columns[w] = store_.column(gen.active[w]);
-  const std::uint16_t* lengths = store_.lengths();
+  for (int w = 0; w < gen.n_active; ++w) columns[w] = keys.column(gen.active[w]);
+  const std::uint16_t* lengths = keys.lengths();
   for (std::size_t start = 0; start < n; start += kBlock) {
     const std::size_t end = std::min(n, start + kBlock);
     // Branch-free compaction: whether a term anticommutes is a coin flip the
@@ -235,20 +252,27 @@ void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector
     }
     std::size_t m = 0;
     for (std::size_t e = 0; e < h; ++e) {
-      if (k && store_.length(hits[e]) > *k) continue;
-      const Key p = store_.key(hits[e]);
-      Candidate& c = block[m++];
-      c.partner = p ^ generator;
-      c.hash = c.partner.hash();
-      c.slot = hits[e];
-      c.sign = static_cast<std::int8_t>(A::anticommuting_sign(p, gen));
-      store_.prefetch(c.hash);
+      if (k && keys.length(hits[e]) > *k) continue;
+      const Key p = keys.key(hits[e]);
+      Candidate& cand = block[m];
+      cand.partner = p ^ generator;
+      cand.hash = cand.partner.hash();
+      cand.slot = hits[e];
+      cand.sign = static_cast<std::int8_t>(A::anticommuting_sign(p, gen));
+      const int s = owner(cand.hash);
+      if (s != t) {
+        const double moved = informed ? std::abs(sn * c[t][cand.slot]) : 0.0;
+        me.outbox[s].push_back({cand.partner, cand.hash, moved, cand.slot, 0, cand.sign, Answer::Dropped});
+        continue;
+      }
+      keys.prefetch(cand.hash);
+      ++m;
     }
     for (std::size_t e = 0; e < m; ++e) {
       const Candidate& cand = block[e];
       const std::uint32_t a = cand.slot;
-      const auto j = store_.find(cand.partner, cand.hash);
-      if (j != Shard::kEmpty) {
+      const auto j = keys.find(cand.partner, cand.hash);
+      if (j != Keys::kEmpty) {
         if (k && cand.partner.length() > *k) {  // the partner does not rotate back
           L.halves.insert(L.halves.end(), {a, j});
           L.half_signs.push_back(cand.sign);
@@ -258,41 +282,89 @@ void Propagator<A, W>::apply_layer(const Key& generator, double phi, std::vector
         }
         continue;
       }
-      if (keep_partner(cand.partner, c != nullptr, c ? std::abs(sn * (*c)[a]) : 0.0)) {
-        births_.push_back(a);
-        birth_signs_.push_back(cand.sign);
+      if (keep_partner(cand.partner, informed, informed ? std::abs(sn * c[t][a]) : 0.0)) {
+        me.births.push_back(a);
+        me.birth_signs.push_back(cand.sign);
       } else {
         L.cos_only.push_back(a);
       }
     }
   }
+  team.sync(t);
 
-  store_.reserve_for(births_.size());  // refuses before any change
-  // A birth is a rotation whose partner starts at zero in every replay: recording
-  // it as a pair lets the reverse sweep invert it instead of taping it.
-  for (std::size_t e = 0; e < births_.size(); ++e) {
-    const Key q = store_.key(births_[e]) ^ generator;
-    L.pairs.insert(L.pairs.end(), {births_[e], store_.append(q)});
-    L.pair_signs.push_back(birth_signs_[e]);
+  // 2. Resolve what the other shards asked, in ascending source order; then
+  // refuse the shard ceiling before any shard appends (a failure here stops
+  // the whole team at the next barrier).
+  std::size_t born = me.births.size();
+  for (int src = 0; src < threads(); ++src) {
+    if (src == t) continue;
+    std::vector<Query>& inbox = shards_[src].outbox[t];
+    for (std::size_t start = 0; start < inbox.size(); start += kBlock) {
+      const std::size_t end = std::min(inbox.size(), start + kBlock);
+      for (std::size_t e = start; e < end; ++e) keys.prefetch(inbox[e].hash);
+      for (std::size_t e = start; e < end; ++e) {
+        Query& q = inbox[e];
+        q.found = keys.find(q.partner, q.hash);
+        if (q.found != Keys::kEmpty) {
+          q.answer = Answer::Found;
+        } else if (keep_partner(q.partner, informed, q.moved)) {
+          q.answer = Answer::Born;
+          ++born;
+        } else {
+          q.answer = Answer::Dropped;
+        }
+      }
+    }
   }
+  keys.reserve_for(born);
+  team.sync(t);
 
+  // 3. Births, local first, then for each source in order. A birth is a
+  // rotation whose partner starts at zero in every replay: recording it as a
+  // pair lets the reverse sweep invert it instead of taping it.
+  for (std::size_t e = 0; e < me.births.size(); ++e) {
+    const Key q = keys.key(me.births[e]) ^ generator;
+    L.pairs.insert(L.pairs.end(), {me.births[e], static_cast<std::uint32_t>(keys.append(q))});
+    L.pair_signs.push_back(me.birth_signs[e]);
+  }
+  for (int src = 0; src < threads(); ++src) {
+    if (src == t) continue;
+    for (Query& q : shards_[src].outbox[t])
+      if (q.answer == Answer::Born) q.found = keys.append(q.partner, q.hash);
+  }
   if (c) {
-    c->resize(store_.size(), 0.0);
-    rotate_layer(L, phi, *c);
+    me.work.resize(keys.size(), 0.0);
+    c[t] = me.work.data();
   }
-  if (record) {  // copies sized to fit: the scratch keeps its capacity for the next layer
-    record->pairs = L.pairs;
-    record->pair_signs = L.pair_signs;
-    record->halves = L.halves;
-    record->half_signs = L.half_signs;
-    record->cos_only = L.cos_only;
+  team.sync(t);
+
+  // 4. Answers back: a pair between two shards is recorded once, by the lower
+  // shard (both asked) or by the asking one (a birth, a half: only it asked).
+  for (int s = 0; s < threads(); ++s) {
+    if (s == t) continue;
+    const auto shard = static_cast<std::uint32_t>(s);
+    for (const Query& q : me.outbox[s]) {
+      if (q.answer == Answer::Dropped) {
+        L.cos_only.push_back(q.slot);
+      } else if (q.answer == Answer::Found && k && q.partner.length() > *k) {
+        L.cross_halves.insert(L.cross_halves.end(), {q.slot, shard, q.found});
+        L.cross_half_signs.push_back(q.sign);
+      } else if (q.answer == Answer::Born || t < s) {
+        L.cross_pairs.insert(L.cross_pairs.end(), {q.slot, shard, q.found});
+        L.cross_pair_signs.push_back(q.sign);
+      }
+    }
   }
+  if (c) rotate_layer(L, phi, c, t);
+  // Sized to fit: the scratch keeps its capacity for the next layer.
+  if (record) record->copy_entries_from(L);
+  team.sync(t);  // the next step reads coefficients other threads may have written
 }
 
 // Applies a circuit's layers in application order, reporting progress.
 template <typename A, int W>
-void Propagator<A, W>::apply_circuit(const CircuitSpec& circuit, const std::vector<double>* theta,
-                                     std::int32_t parameter_shift, std::int32_t gate_shift, std::vector<double>* work,
+void Propagator<A, W>::apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
+                                     std::int32_t parameter_shift, std::int32_t gate_shift, double** c,
                                      Graph* record, std::optional<int> k) {
   const auto order = application_order(circuit);
   for (std::size_t l = 0; l < order.size(); ++l) {
@@ -305,9 +377,18 @@ void Propagator<A, W>::apply_circuit(const CircuitSpec& circuit, const std::vect
       rec->frequency = frequency(layer);
     }
     const double phi = theta ? frequency(layer) * (*theta)[layer.parameter + parameter_shift] : 0.0;
-    apply_layer(key_of(layer.slots), phi, work, rec, k);
+    apply_layer(t, team, key_of(layer.slots), phi, c, rec, k);
+    if (t != 0) continue;  // the primary thread reports
     if (l == 0) maybe_fault(record ? "build_graph" : "propagate");
-    if (progress_) progress_(l + 1, order.size(), store_.size());
+    if (progress_) progress_(l + 1, order.size(), total_size());
+  }
+}
+
+template <typename A, int W>
+void Propagator<A, W>::truncate_to(const std::vector<std::size_t>& sizes) {
+  for (std::size_t s = 0; s < shards_.size(); ++s) {
+    shards_[s].keys.truncate(sizes[s]);
+    shards_[s].base.resize(std::min(shards_[s].base.size(), sizes[s]));
   }
 }
 
@@ -316,7 +397,7 @@ void Propagator<A, W>::propagate(const CircuitSpec& circuit, const std::vector<d
                                  std::optional<int> k) {
   check_valid();
   check_circuit(circuit, k);
-  if (!graph_.empty())
+  if (!layers().empty())
     throw UsageError(
         "propagate() cannot run on a propagator with a non-empty graph; contract it first "
         "(contract_partially) or use build_graph.");
@@ -324,24 +405,28 @@ void Propagator<A, W>::propagate(const CircuitSpec& circuit, const std::vector<d
     throw UsageError("The length of parameters (" + std::to_string(parameters.size()) +
                      ") must be the same as max(parameter_mapping)+1 (" + std::to_string(circuit.n_parameters) + ").");
   guarded("propagate", [&] {
-    const std::size_t before = store_.size();
-    // A layer refuses the shard ceiling before it changes any coefficient, so
-    // a one-layer call can work in place; a longer one works on a copy that
-    // is committed only when every layer went through.
-    const bool in_place = circuit.layers.size() <= 1;
-    std::vector<double> copy;
-    if (!in_place) copy = base_;
-    std::vector<double>& work = in_place ? base_ : copy;
+    std::vector<std::size_t> before;
+    for (const Shard& shard : shards_) before.push_back(shard.keys.size());
+    // Each shard works on a copy, committed only when every layer went through:
+    // a refusal of the shard ceiling leaves the operator as it was.
+    std::vector<double*> c(shards_.size());
     try {
-      apply_circuit(circuit, &parameters, 0, 0, &work, nullptr, k);
+      Team::run(threads(), [&](int t, Team& team) {
+        shards_[t].work = shards_[t].base;
+        c[t] = shards_[t].work.data();
+        team.sync(t);
+        apply_circuit(t, team, circuit, &parameters, 0, 0, c.data(), nullptr, k);
+      });
     } catch (const ShardCeilingError&) {
-      store_.truncate(before);  // refused: as if nothing happened
-      base_.resize(before);
+      truncate_to(before);
       throw;
     }
-    if (!in_place) base_ = std::move(copy);
-    n_base_ = store_.size();
-    weights_stale_ = true;
+    for (Shard& shard : shards_) {
+      shard.base.swap(shard.work);
+      shard.work = {};
+      shard.n_base = shard.keys.size();
+      shard.weights_stale = true;
+    }
     ++generation_;
   });
 }
@@ -363,78 +448,108 @@ void Propagator<A, W>::build_graph(const CircuitSpec& circuit, const std::option
     const std::int32_t new_shift = schrodinger() ? n_parameters_ : 0;
     const std::int32_t old_gate_shift = schrodinger() ? 0 : circuit.n_gates;
     const std::int32_t new_gate_shift = schrodinger() ? n_gates_ : 0;
+    std::vector<double> old_theta;
+    if (seed)
+      for (std::int32_t p = 0; p < n_parameters_; ++p) old_theta.push_back((*seed)[p + old_shift]);
 
-    std::vector<double> work;
-    if (seed) {  // the operand at the seed, for coefficient-informed truncation
-      std::vector<double> old_theta(static_cast<std::size_t>(n_parameters_));
-      for (std::int32_t p = 0; p < n_parameters_; ++p) old_theta[p] = (*seed)[p + old_shift];
-      work = base_;
-      replay_forward(graph_, old_theta.data(), work, nullptr);
-    }
-    const std::size_t before = store_.size();
-    Graph added;
+    std::vector<std::size_t> before;
+    for (const Shard& shard : shards_) before.push_back(shard.keys.size());
+    std::vector<Graph> added(shards_.size());
+    std::vector<double*> c(shards_.size());
     try {
-      apply_circuit(circuit, seed ? &*seed : nullptr, new_shift, new_gate_shift, seed ? &work : nullptr, &added, k);
+      Team::run(threads(), [&](int t, Team& team) {
+        // With a seed, the operand at the seed steers truncation.
+        if (seed) replay(t, team, shards_[t].work, c.data(), old_theta.data(), nullptr, 0.0, nullptr);
+        apply_circuit(t, team, circuit, seed ? &*seed : nullptr, new_shift, new_gate_shift, seed ? c.data() : nullptr,
+                      &added[t], k);
+      });
     } catch (const ShardCeilingError&) {
-      store_.truncate(before);
+      truncate_to(before);
       throw;
     }
-    for (GraphLayer& layer : graph_) {
-      layer.parameter += old_shift;
-      layer.gate += old_gate_shift;
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+      Shard& shard = shards_[s];
+      for (GraphLayer& layer : shard.graph) {
+        layer.parameter += old_shift;
+        layer.gate += old_gate_shift;
+      }
+      for (GraphLayer& layer : added[s]) shard.graph.push_back(std::move(layer));
+      shard.base.resize(shard.keys.size(), 0.0);
+      shard.work = {};
+      shard.weights_stale = true;
     }
-    for (GraphLayer& layer : added) graph_.push_back(std::move(layer));
-    base_.resize(store_.size(), 0.0);
     n_parameters_ = total;
     n_gates_ += circuit.n_gates;
-    weights_stale_ = true;
     ++generation_;
   });
 }
 
 template <typename A, int W>
-void Propagator<A, W>::replay_into(std::vector<double>& c, const std::vector<double>& parameters,
-                                   std::vector<double>* tape, double pare,
-                                   const std::vector<std::int32_t>* layer_parameters) const {
-  c.assign(base_.begin(), base_.end());
-  maybe_fault("evaluate");
-  if (!graph_.empty())
-    replay_forward(graph_, parameters.data(), c, tape, pare, layer_parameters ? layer_parameters->data() : nullptr);
+void Propagator<A, W>::replay(int t, Team& team, std::vector<double>& out, double** c, const double* theta,
+                              std::vector<double>* tape, double pare, const std::int32_t* layer_parameters) const {
+  const Shard& me = shards_[t];
+  out.assign(me.base.begin(), me.base.end());
+  c[t] = out.data();
+  double* tp = nullptr;
+  if (tape) {
+    std::size_t n = 0;
+    for (const GraphLayer& layer : me.graph) n += tape_length(layer, pare > 0.0);
+    tape->resize(n);
+    tp = tape->data();
+  }
+  if (t == 0) maybe_fault("evaluate");
+  team.sync(t);  // every shard's buffer is in place before cross entries reach into it
+  for (std::size_t l = 0; l < me.graph.size(); ++l) {
+    const GraphLayer& layer = me.graph[l];
+    const double phi = layer.frequency * theta[layer_parameters ? layer_parameters[l] : layer.parameter];
+    tp = forward_layer(layer, std::cos(phi), std::sin(phi), c, t, tp, pare);
+    team.sync(t);
+  }
 }
 
 template <typename A, int W>
-std::vector<double> Propagator<A, W>::replayed(const std::vector<double>& parameters) const {
-  std::vector<double> c;
-  replay_into(c, parameters, nullptr, 0.0, nullptr);
-  return c;
+void Propagator<A, W>::replay_all(const std::vector<double>& parameters) const {
+  std::vector<double*> c(shards_.size());
+  Team::run(threads(), [&](int t, Team& team) {
+    replay(t, team, shards_[t].c, c.data(), parameters.data(), nullptr, 0.0, nullptr);
+  });
 }
 
 template <typename A, int W>
-const std::vector<double>& Propagator<A, W>::weights() const {
-  if (!weights_stale_ && weights_.size() == store_.size()) return weights_;
-  weights_.resize(store_.size());
-  for (std::size_t i = 0; i < store_.size(); ++i) {
+const std::vector<double>& Propagator<A, W>::weights(int t) const {
+  const Shard& me = shards_[t];
+  if (!me.weights_stale && me.weights.size() == me.keys.size()) return me.weights;
+  me.weights.resize(me.keys.size());
+  for (std::size_t i = 0; i < me.keys.size(); ++i) {
     if (schrodinger()) {
-      const auto slot = observable_keys_.find(store_.key(i));
-      weights_[i] = slot == Shard::kEmpty ? 0.0 : observable_coefficients_[slot];
+      const auto slot = observable_keys_.find(me.keys.key(i));
+      me.weights[i] = slot == Keys::kEmpty ? 0.0 : observable_coefficients_[slot];
     } else {
-      weights_[i] = A::reference_overlap(store_.key(i), occupied_);
+      me.weights[i] = A::reference_overlap(me.keys.key(i), occupied_);
     }
   }
-  weights_stale_ = false;
-  return weights_;
+  me.weights_stale = false;
+  return me.weights;
 }
 
 template <typename A, int W>
 double Propagator<A, W>::expectation_value(const std::vector<double>& parameters, double pare,
                                            const std::vector<std::int32_t>* mapping) const {
   const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
+  const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
-    std::vector<double>& c = replay_c_;
-    replay_into(c, parameters, nullptr, pare, mapping ? &layer_parameters : nullptr);
-    const std::vector<double>& w = weights();
-    double f = 0.0;
-    for (std::size_t i = 0; i < c.size(); ++i) f += w[i] * c[i];
+    std::vector<double*> c(shards_.size());
+    std::vector<double> partial(shards_.size(), 0.0);
+    Team::run(threads(), [&](int t, Team& team) {
+      const Shard& me = shards_[t];
+      replay(t, team, me.c, c.data(), parameters.data(), nullptr, pare, lp);
+      const std::vector<double>& w = weights(t);
+      double f = 0.0;
+      for (std::size_t i = 0; i < me.c.size(); ++i) f += w[i] * me.c[i];
+      partial[t] = f;
+    });
+    double f = 0.0;  // ascending shard order: bitwise reproducible for a fixed T
+    for (const double part : partial) f += part;
     return f + core_;
   });
 }
@@ -446,21 +561,43 @@ double Propagator<A, W>::expectation_value_and_gradient(const std::vector<double
   const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
-    // Buffers persist across calls: a VQE loop replays thousands of times and
-    // fresh pages would cost more than the sweep.
-    std::vector<double>& c = replay_c_;
-    replay_into(c, parameters, &replay_tape_, pare, mapping ? &layer_parameters : nullptr);
-    const std::vector<double>& w = weights();
-    std::vector<double>& state = replay_state_;  // interleaved (c, lambda)
-    state.resize(2 * c.size());
-    double f = 0.0;
-    for (std::size_t i = 0; i < c.size(); ++i) {
-      f += w[i] * c[i];
-      state[2 * i] = c[i];
-      state[2 * i + 1] = w[i];
-    }
+    const std::size_t L = layers().size();
+    std::vector<double*> c(shards_.size()), state(shards_.size());
+    std::vector<double> partial(shards_.size(), 0.0);
+    std::vector<std::vector<double>> dphi(shards_.size());
+    Team::run(threads(), [&](int t, Team& team) {
+      const Shard& me = shards_[t];
+      replay(t, team, me.c, c.data(), parameters.data(), &me.tape, pare, lp);
+      const std::vector<double>& w = weights(t);
+      me.state.resize(2 * me.c.size());  // interleaved (c, lambda)
+      double f = 0.0;
+      for (std::size_t i = 0; i < me.c.size(); ++i) {
+        f += w[i] * me.c[i];
+        me.state[2 * i] = me.c[i];
+        me.state[2 * i + 1] = w[i];
+      }
+      partial[t] = f;
+      state[t] = me.state.data();
+      dphi[t].assign(L, 0.0);
+      const double* tp = me.tape.data() + me.tape.size();
+      team.sync(t);
+      for (std::size_t l = L; l-- > 0;) {
+        const GraphLayer& layer = me.graph[l];
+        const double phi = layer.frequency * parameters[lp ? lp[l] : layer.parameter];
+        dphi[t][l] = adjoint_layer(layer, std::cos(phi), std::sin(phi), state.data(), t, tp, pare);
+        team.sync(t);
+      }
+    });
+    // Folds in ascending shard order: bitwise reproducible for a fixed T.
     gradient.assign(parameters.size(), 0.0);
-    replay_adjoint(graph_, parameters.data(), replay_tape_, state.data(), gradient.data(), pare, lp);
+    for (std::size_t l = L; l-- > 0;) {
+      const GraphLayer& layer = layers()[l];
+      double d = dphi[0][l];
+      for (std::size_t s = 1; s < shards_.size(); ++s) d += dphi[s][l];
+      gradient[lp ? lp[l] : layer.parameter] += layer.frequency * d;
+    }
+    double f = 0.0;
+    for (const double part : partial) f += part;
     return f + core_;
   });
 }
@@ -470,16 +607,21 @@ std::vector<double> Propagator<A, W>::contract(const std::vector<double>& parame
   check_valid();
   check_parameters(parameters, n_parameters_);
   return guarded("contract_partially", [&] {
-    std::vector<double> c = replayed(parameters);
-    if (!inplace) return c;
-    base_ = c;
+    replay_all(parameters);
+    // The shards' blocks in ascending shard order.
+    std::vector<double> out;
+    for (const Shard& shard : shards_) out.insert(out.end(), shard.c.begin(), shard.c.end());
+    if (!inplace) return out;
     maybe_fault("contract");
-    graph_.clear();
+    for (Shard& shard : shards_) {
+      shard.base = shard.c;
+      shard.graph.clear();
+      shard.n_base = shard.keys.size();
+    }
     n_parameters_ = 0;
     n_gates_ = 0;
-    n_base_ = store_.size();
     ++generation_;
-    return c;
+    return out;
   });
 }
 
@@ -487,7 +629,7 @@ template <typename A, int W>
 TermList Propagator<A, W>::evolved_terms(const std::vector<double>& parameters, double atol) const {
   check_valid();
   check_parameters(parameters, n_parameters_);
-  const std::vector<double> c = guarded("evaluate", [&] { return replayed(parameters); });
+  guarded("evaluate", [&] { replay_all(parameters); });
   TermList out;
   auto emit = [&](const Key& key, double h) {
     for (std::uint32_t s = 0; s < static_cast<std::uint32_t>(2 * config_.num_modes); ++s)
@@ -496,8 +638,9 @@ TermList Propagator<A, W>::evolved_terms(const std::vector<double>& parameters, 
     out.coefficients.push_back(h);
   };
   if (!schrodinger() && (atol == 0.0 || std::abs(core_) >= atol)) emit(Key{}, core_);
-  for (std::size_t i = 0; i < c.size(); ++i)
-    if (atol == 0.0 || std::abs(c[i]) >= atol) emit(store_.key(i), c[i]);
+  for (const Shard& shard : shards_)  // each shard decoded with its own index
+    for (std::size_t i = 0; i < shard.c.size(); ++i)
+      if (atol == 0.0 || std::abs(shard.c[i]) >= atol) emit(shard.keys.key(i), shard.c[i]);
   return out;
 }
 
@@ -508,62 +651,71 @@ std::vector<double> Propagator<A, W>::coefficients_of(const std::vector<Term>& t
   std::vector<Key> keys;
   for (const Term& t : terms) keys.push_back(key_of(t.slots));
   check_parameters(parameters, n_parameters_);
-  const std::vector<double> c = guarded("evaluate", [&] { return replayed(parameters); });
+  guarded("evaluate", [&] { replay_all(parameters); });
   std::vector<double> out;
   for (const Key& key : keys) {
     if (!schrodinger() && key.is_identity()) {
       out.push_back(core_);
       continue;
     }
-    const auto slot = store_.find(key);
-    out.push_back(slot == Shard::kEmpty ? 0.0 : c[slot]);
+    const Shard& shard = shards_[owner(key.hash())];
+    const auto slot = shard.keys.find(key);
+    out.push_back(slot == Keys::kEmpty ? 0.0 : shard.c[slot]);
   }
   return out;
 }
 
 template <typename A, int W>
-void Propagator<A, W>::apply_initial_operator_(const std::vector<Term>& terms) {
+std::size_t Propagator<A, W>::apply_initial_operator_(const std::vector<Term>& terms) {
   std::vector<std::pair<Key, double>> keyed;
   for (const Term& t : terms) keyed.emplace_back(key_of(t.slots), t.coefficient);
   if (schrodinger()) {
-    Shard keys;
+    Keys keys;
     std::vector<double> coefficients;
     for (const auto& [key, h] : keyed) accumulate(keys, coefficients, key, h);
     observable_keys_ = std::move(keys);
     observable_coefficients_ = std::move(coefficients);
-  } else {
-    // Only terms the graph started from can be set: later slots were born
-    // inside the graph and their history before birth was not recorded.
-    std::vector<std::pair<std::size_t, double>> slots;
-    std::optional<double> core;
-    for (const auto& [key, h] : keyed) {
-      if (key.is_identity()) {
-        core = h;
-        continue;
-      }
-      const auto slot = store_.find(key);
-      if (slot == Shard::kEmpty || slot >= n_base_) {
-        throw UsageError("Operator term " + describe(key) + " not found in the operator.");
-      }
-      slots.emplace_back(slot, h);
-    }
-    std::fill(base_.begin(), base_.end(), 0.0);
-    maybe_fault("update_initial_operator");
-    for (const auto& [slot, h] : slots) base_[slot] = h;
-    if (core) core_ = *core;
+    for (Shard& shard : shards_) shard.weights_stale = true;
+    ++generation_;
+    return keyed.size();
   }
-  weights_stale_ = true;
+  // Only terms the graph started from can be set: later slots were born
+  // inside the graph and their history before birth was not recorded.
+  std::vector<std::vector<std::pair<std::size_t, double>>> slots(shards_.size());
+  std::optional<double> core;
+  std::size_t held = 0;
+  for (const auto& [key, h] : keyed) {
+    if (key.is_identity()) {
+      core = h;
+      continue;
+    }
+    const int s = owner(key.hash());
+    const auto slot = shards_[s].keys.find(key);
+    if (slot == Keys::kEmpty || slot >= shards_[s].n_base)
+      throw UsageError("Operator term " + describe(key) + " not found in the operator.");
+    slots[s].emplace_back(slot, h);
+    ++held;
+  }
+  Team::run(threads(), [&](int t, Team&) {
+    Shard& me = shards_[t];
+    std::fill(me.base.begin(), me.base.end(), 0.0);
+    if (t == 0) maybe_fault("update_initial_operator");
+    for (const auto& [slot, h] : slots[t]) me.base[slot] = h;
+  });
+  if (core) core_ = *core;
   ++generation_;
+  return held;
 }
 
 template <typename A, int W>
 std::pair<std::size_t, std::size_t> Propagator<A, W>::graph_size() const {
   check_valid();
   std::size_t cos_only = 0, cycles = 0;
-  for (const GraphLayer& layer : graph_) {
-    cos_only += layer.cos_only.size();
-    cycles += layer.n_rotations();
-  }
+  for (const Shard& shard : shards_)
+    for (const GraphLayer& layer : shard.graph) {
+      cos_only += layer.cos_only.size();
+      cycles += layer.n_rotations();
+    }
   return {cos_only, cycles};
 }
 
@@ -573,7 +725,7 @@ template <typename A, int W>
 std::vector<std::int32_t> Propagator<A, W>::parameter_mapping() const {
   check_valid();
   std::vector<std::int32_t> out;
-  for (const GraphLayer& layer : graph_) out.push_back(layer.parameter);
+  for (const GraphLayer& layer : layers()) out.push_back(layer.parameter);
   if (!schrodinger()) std::reverse(out.begin(), out.end());
   return out;
 }
@@ -582,7 +734,7 @@ template <typename A, int W>
 std::vector<std::int32_t> Propagator<A, W>::layer_gates() const {
   check_valid();
   std::vector<std::int32_t> out;
-  for (const GraphLayer& layer : graph_) out.push_back(layer.gate);
+  for (const GraphLayer& layer : layers()) out.push_back(layer.gate);
   if (!schrodinger()) std::reverse(out.begin(), out.end());
   return out;
 }
@@ -590,16 +742,17 @@ std::vector<std::int32_t> Propagator<A, W>::layer_gates() const {
 template <typename A, int W>
 void Propagator<A, W>::set_parameter_mapping(const std::vector<std::int32_t>& per_layer) {
   check_valid();
-  if (per_layer.size() != graph_.size())
+  const std::size_t L = layers().size();
+  if (per_layer.size() != L)
     throw ArgumentError("parameter_mapping has " + std::to_string(per_layer.size()) + " entries; expected " +
-                        std::to_string(graph_.size()) + " (per graph layer).");
+                        std::to_string(L) + " (per graph layer).");
   std::int32_t top = -1;
   for (const std::int32_t p : per_layer) {
     if (p < 0) throw ArgumentError("parameter_mapping indices must be non-negative.");
     top = std::max(top, p);
   }
-  const std::size_t L = graph_.size();
-  for (std::size_t i = 0; i < L; ++i) graph_[schrodinger() ? i : L - 1 - i].parameter = per_layer[i];
+  for (Shard& shard : shards_)
+    for (std::size_t i = 0; i < L; ++i) shard.graph[schrodinger() ? i : L - 1 - i].parameter = per_layer[i];
   n_parameters_ = top + 1;
 }
 
@@ -607,13 +760,50 @@ template <typename A, int W>
 MemoryUsage Propagator<A, W>::memory() const {
   check_valid();
   MemoryUsage m;
-  m.terms = store_.key_bytes() + base_.capacity() * sizeof(double);
-  m.index = store_.index_bytes();
-  for (const GraphLayer& layer : graph_) m.graph += layer.bytes();
-  m.buffers = (replay_c_.capacity() + replay_tape_.capacity() + replay_state_.capacity()) * sizeof(double) +
-              scratch_.bytes() + births_.capacity() * 4 + birth_signs_.capacity() + weights_.capacity() * 8 +
-              observable_keys_.key_bytes() + observable_keys_.index_bytes();
+  for (const Shard& shard : shards_) {
+    m.terms += shard.keys.key_bytes() + shard.base.capacity() * sizeof(double);
+    m.index += shard.keys.index_bytes();
+    for (const GraphLayer& layer : shard.graph) m.graph += layer.bytes();
+    std::size_t queries = 0;
+    for (const auto& out : shard.outbox) queries += out.capacity();
+    m.buffers += (shard.c.capacity() + shard.tape.capacity() + shard.state.capacity() + shard.weights.capacity() +
+                  shard.work.capacity()) *
+                     sizeof(double) +
+                 shard.scratch.bytes() + shard.births.capacity() * 4 + shard.birth_signs.capacity() +
+                 queries * sizeof(Query);
+  }
+  m.buffers += observable_keys_.key_bytes() + observable_keys_.index_bytes();
   return m;
+}
+
+template <typename A, int W>
+OperatorView Propagator<A, W>::mp_op_() const {
+  const Shard& shard = shards_[0];
+  OperatorView view;
+  view.words = W;
+  view.size = shard.keys.size();
+  for (int w = 0; w < W; ++w) view.columns.push_back(shard.keys.column(w));
+  view.lengths = shard.keys.lengths();
+  view.coefficients = shard.base.data();
+  return view;
+}
+
+template <typename A, int W>
+IndexView Propagator<A, W>::indexing_() const {
+  static_assert(sizeof(IndexEntry) == 8, "index entries are {tag, slot} pairs of 32-bit words");
+  const Keys& keys = shards_[0].keys;
+  return {static_cast<const IndexEntry*>(keys.table_data()), keys.table_capacity()};
+}
+
+template <typename A, int W>
+GraphData Propagator<A, W>::graph_data_() const {
+  GraphData data;
+  for (const GraphLayer& layer : layers()) {
+    data.parameter.push_back(layer.parameter);
+    data.gate.push_back(layer.gate);
+    data.frequency.push_back(layer.frequency);
+  }
+  return data;
 }
 
 }  // namespace monoprop

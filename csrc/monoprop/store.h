@@ -100,6 +100,10 @@ class Store {
     rehash(table_.size());
   }
 
+  // The raw index: `capacity` entries of {tag, slot}, slot kEmpty when free.
+  const void* table_data() const { return table_.data(); }
+  std::size_t table_capacity() const { return table_.size(); }
+
   std::size_t index_bytes() const { return table_.capacity() * sizeof(Entry); }
   std::size_t key_bytes() const { return lengths_.capacity() * (sizeof(Key) + sizeof(std::uint16_t)); }
 
