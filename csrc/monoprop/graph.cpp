@@ -114,8 +114,15 @@ double* forward_layer(const GraphLayer& layer, double cs, double sn, double* con
     forward_pair(own[layer.pairs[2 * e]], own[layer.pairs[2 * e + 1]], cs, sn, layer.pair_signs[e], t, pare);
   }
   const std::uint32_t* x = layer.cross_pairs.data();
-  for (std::size_t e = 0; e < layer.cross_pair_signs.size(); ++e, x += 3)
+  const std::size_t nx = layer.cross_pair_signs.size();
+  for (std::size_t e = 0; e < nx; ++e, x += 3) {
+    if (e + kAhead < nx) {
+      const std::uint32_t* ahead = x + 3 * kAhead;
+      __builtin_prefetch(&own[ahead[0]]);
+      __builtin_prefetch(&c[ahead[1]][ahead[2]]);
+    }
     forward_pair(own[x[0]], c[x[1]][x[2]], cs, sn, layer.cross_pair_signs[e], t, pare);
+  }
   for (std::size_t e = 0; e < layer.half_signs.size(); ++e)
     forward_half(own[layer.halves[2 * e]], own[layer.halves[2 * e + 1]], cs, sn, layer.half_signs[e], t, pare);
   x = layer.cross_halves.data();
@@ -131,8 +138,9 @@ double* forward_layer(const GraphLayer& layer, double cs, double sn, double* con
   return t;
 }
 
-double adjoint_layer(const GraphLayer& layer, double cs, double sn, double* const* state, int self,
-                     const double*& t, double pare) {
+double adjoint_layer(const GraphLayer& layer, double cs, double sn, double* const* state, int self, const double*& tape,
+                     double pare) {
+  const double* t = tape;  // a local pointer: the compiler need not store it back per entry
   double* own = state[self];
   auto at = [](double* base, std::uint32_t slot) { return base + 2 * std::size_t{slot}; };
   double dphi = 0.0;
@@ -150,11 +158,16 @@ double adjoint_layer(const GraphLayer& layer, double cs, double sn, double* cons
     dphi += rewind_half(at(own, x[0]), at(state[x[1]], x[2]), cs, sn, layer.cross_half_signs[e], t, pare);
   }
   for (std::size_t e = layer.half_signs.size(); e-- > 0;)
-    dphi += rewind_half(at(own, layer.halves[2 * e]), at(own, layer.halves[2 * e + 1]), cs, sn, layer.half_signs[e],
-                        t, pare);
+    dphi += rewind_half(at(own, layer.halves[2 * e]), at(own, layer.halves[2 * e + 1]), cs, sn, layer.half_signs[e], t,
+                        pare);
   const bool taped = pare > 0.0;
   for (std::size_t e = layer.cross_pair_signs.size(); e-- > 0;) {
     const std::uint32_t* x = &layer.cross_pairs[3 * e];
+    if (e >= kAhead) {
+      const std::uint32_t* ahead = x - 3 * kAhead;
+      __builtin_prefetch(at(own, ahead[0]));
+      __builtin_prefetch(at(state[ahead[1]], ahead[2]));
+    }
     double* a = at(own, x[0]);
     double* b = at(state[x[1]], x[2]);
     const double s = layer.cross_pair_signs[e];
@@ -163,8 +176,9 @@ double adjoint_layer(const GraphLayer& layer, double cs, double sn, double* cons
   std::size_t e = layer.pair_signs.size();
   if (taped) {
     for (; e-- > 0;)
-      dphi += rewind_taped(at(own, layer.pairs[2 * e]), at(own, layer.pairs[2 * e + 1]), cs, sn, layer.pair_signs[e],
-                           t, pare);
+      dphi += rewind_taped(at(own, layer.pairs[2 * e]), at(own, layer.pairs[2 * e + 1]), cs, sn, layer.pair_signs[e], t,
+                           pare);
+    tape = t;
     return dphi;
   }
   // Two running sums: the entries are independent, the additions need not wait.
@@ -181,6 +195,7 @@ double adjoint_layer(const GraphLayer& layer, double cs, double sn, double* cons
     odd += pair(e - 2);
   }
   if (e == 1) even += pair(0);
+  tape = t;
   return dphi + (even + odd);
 }
 

@@ -45,8 +45,8 @@ struct GraphLayer {
     return (pairs.capacity() + halves.capacity() + cos_only.capacity() + cross_pairs.capacity() +
             cross_halves.capacity()) *
                sizeof(std::uint32_t) +
-           pair_signs.capacity() + half_signs.capacity() + cross_pair_signs.capacity() +
-           cross_half_signs.capacity() + sizeof(GraphLayer);
+           pair_signs.capacity() + half_signs.capacity() + cross_pair_signs.capacity() + cross_half_signs.capacity() +
+           sizeof(GraphLayer);
   }
   void clear_entries() {
     for (auto* v : {&pairs, &halves, &cos_only, &cross_pairs, &cross_halves}) v->clear();
@@ -75,8 +75,8 @@ double* forward_layer(const GraphLayer& layer, double cs, double sn, double* con
 // c enters as the layer's output and is rewound (reading the tape backwards
 // from `tape`, which moves); lambda enters as d f / d c_out and leaves as
 // d f / d c_in. Returns d f / d phi.
-double adjoint_layer(const GraphLayer& layer, double cs, double sn, double* const* state, int self,
-                     const double*& tape, double pare);
+double adjoint_layer(const GraphLayer& layer, double cs, double sn, double* const* state, int self, const double*& tape,
+                     double pare);
 
 // Applies one layer at angle phi (exact): what a propagation does to its
 // coefficients once it has classified the layer's entries.

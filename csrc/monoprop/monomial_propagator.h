@@ -85,11 +85,11 @@ using BasisChange = std::vector<std::vector<std::uint32_t>>;
 // Raw layout of the sole shard (see MonomialPropagator::mp_op and friends).
 // Pointers stay valid until the next operation that changes the propagator.
 struct OperatorView {
-  int words = 0;                                // 64-bit words per key
-  std::size_t size = 0;                         // terms
-  std::vector<const std::uint64_t*> columns;    // word w of every key
-  const std::uint16_t* lengths = nullptr;       // set slots per key
-  const double* coefficients = nullptr;         // coefficients a replay starts from
+  int words = 0;                              // 64-bit words per key
+  std::size_t size = 0;                       // terms
+  std::vector<const std::uint64_t*> columns;  // word w of every key
+  const std::uint16_t* lengths = nullptr;     // set slots per key
+  const double* coefficients = nullptr;       // coefficients a replay starts from
 };
 struct IndexEntry {
   std::uint32_t tag;   // high half of the key's hash

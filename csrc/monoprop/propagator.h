@@ -145,8 +145,8 @@ class Propagator final : public MonomialPropagator {
                      std::int32_t parameter_shift, std::int32_t gate_shift, double** c, Graph* record,
                      std::optional<int> k);
   // Replays the graph on shard buffers `out` (c per shard, pointers in `c`).
-  void replay(int t, Team& team, std::vector<double>& out, double** c, const double* theta,
-              std::vector<double>* tape, double pare, const std::int32_t* layer_parameters) const;
+  void replay(int t, Team& team, std::vector<double>& out, double** c, const double* theta, std::vector<double>* tape,
+              double pare, const std::int32_t* layer_parameters) const;
   // Replays at `parameters` into each shard's `c` buffer (a whole operation).
   void replay_all(const std::vector<double>& parameters) const;
   const std::vector<double>& weights(int t) const;
@@ -155,8 +155,8 @@ class Propagator final : public MonomialPropagator {
   void truncate_to(const std::vector<std::size_t>& sizes);
 
   std::vector<Shard> shards_;
-  double core_ = 0.0;  // Heisenberg identity term, kept apart
-  Key occupied_;       // even slot of each occupied mode
+  double core_ = 0.0;     // Heisenberg identity term, kept apart
+  Key occupied_;          // even slot of each occupied mode
   Keys observable_keys_;  // Schrodinger observable, whole on every shard's view
   std::vector<double> observable_coefficients_;
   std::int32_t n_parameters_ = 0, n_gates_ = 0;

@@ -206,8 +206,8 @@ bool Propagator<A, W>::keep_partner(const Key& partner, bool informed, double mo
 }
 
 template <typename A, int W>
-void Propagator<A, W>::apply_layer(int t, Team& team, const Key& generator, double phi, double** c,
-                                   GraphLayer* record, std::optional<int> k) {
+void Propagator<A, W>::apply_layer(int t, Team& team, const Key& generator, double phi, double** c, GraphLayer* record,
+                                   std::optional<int> k) {
   const Gen gen(generator);
   const double sn = std::sin(phi);
   const bool informed = c != nullptr;
@@ -292,9 +292,10 @@ void Propagator<A, W>::apply_layer(int t, Team& team, const Key& generator, doub
   }
   team.sync(t);
 
-  // 2. Resolve what the other shards asked, in ascending source order; then
-  // refuse the shard ceiling before any shard appends (a failure here stops
-  // the whole team at the next barrier).
+  // 2. Resolve what the other shards asked, in ascending source order, then
+  // append the births: local first, then for each source in order. A shard
+  // that would cross its ceiling refuses before appending; the caller then
+  // rolls every shard back to where the call began.
   std::size_t born = me.births.size();
   for (int src = 0; src < threads(); ++src) {
     if (src == t) continue;
@@ -317,11 +318,8 @@ void Propagator<A, W>::apply_layer(int t, Team& team, const Key& generator, doub
     }
   }
   keys.reserve_for(born);
-  team.sync(t);
-
-  // 3. Births, local first, then for each source in order. A birth is a
-  // rotation whose partner starts at zero in every replay: recording it as a
-  // pair lets the reverse sweep invert it instead of taping it.
+  // A birth is a rotation whose partner starts at zero in every replay:
+  // recording it as a pair lets the reverse sweep invert it instead of taping it.
   for (std::size_t e = 0; e < me.births.size(); ++e) {
     const Key q = keys.key(me.births[e]) ^ generator;
     L.pairs.insert(L.pairs.end(), {me.births[e], static_cast<std::uint32_t>(keys.append(q))});
@@ -338,8 +336,17 @@ void Propagator<A, W>::apply_layer(int t, Team& team, const Key& generator, doub
   }
   team.sync(t);
 
-  // 4. Answers back: a pair between two shards is recorded once, by the lower
-  // shard (both asked) or by the asking one (a birth, a half: only it asked).
+  // 3. Answers back. A pair between two held terms is recorded once: both
+  // asked, and the one whose partner holds the generator's top slot records
+  // it (exactly one of M and M xor G does, and the choice splits the pairs
+  // evenly between the shards). A birth or a half is recorded by the asking
+  // shard, the only one that asked.
+  std::uint32_t top = 0;
+  for (int w = W; w-- > 0;)
+    if (generator.words[w]) {
+      top = static_cast<std::uint32_t>(64 * w + 63 - std::countl_zero(generator.words[w]));
+      break;
+    }
   for (int s = 0; s < threads(); ++s) {
     if (s == t) continue;
     const auto shard = static_cast<std::uint32_t>(s);
@@ -349,7 +356,7 @@ void Propagator<A, W>::apply_layer(int t, Team& team, const Key& generator, doub
       } else if (q.answer == Answer::Found && k && q.partner.length() > *k) {
         L.cross_halves.insert(L.cross_halves.end(), {q.slot, shard, q.found});
         L.cross_half_signs.push_back(q.sign);
-      } else if (q.answer == Answer::Born || t < s) {
+      } else if (q.answer == Answer::Born || q.partner.test(top)) {
         L.cross_pairs.insert(L.cross_pairs.end(), {q.slot, shard, q.found});
         L.cross_pair_signs.push_back(q.sign);
       }
@@ -358,14 +365,16 @@ void Propagator<A, W>::apply_layer(int t, Team& team, const Key& generator, doub
   if (c) rotate_layer(L, phi, c, t);
   // Sized to fit: the scratch keeps its capacity for the next layer.
   if (record) record->copy_entries_from(L);
-  team.sync(t);  // the next step reads coefficients other threads may have written
+  // The next scan reads coefficients that other threads' cross entries may
+  // have just written; without coefficients there is nothing to wait for.
+  if (c) team.sync(t);
 }
 
 // Applies a circuit's layers in application order, reporting progress.
 template <typename A, int W>
 void Propagator<A, W>::apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
-                                     std::int32_t parameter_shift, std::int32_t gate_shift, double** c,
-                                     Graph* record, std::optional<int> k) {
+                                     std::int32_t parameter_shift, std::int32_t gate_shift, double** c, Graph* record,
+                                     std::optional<int> k) {
   const auto order = application_order(circuit);
   for (std::size_t l = 0; l < order.size(); ++l) {
     const LayerSpec& layer = *order[l];
