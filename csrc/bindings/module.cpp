@@ -154,7 +154,7 @@ PYBIND11_MODULE(_core, m) {
           py::arg("occupied"), py::arg("schrodinger_slots"), py::arg("cutoff"), py::arg("cutoff_type"),
           py::arg("lower_atol"), py::arg("upper_atol"), py::arg("basis_change") = py::none());
 
-  cls.def("clone", [](const MonomialPropagator& self) { return self.clone_(); });
+  cls.def("clone", &MonomialPropagator::clone_, py::call_guard<py::gil_scoped_release>());
   cls.def("propagate", [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
                           const RealArray& coefficients, const IndexArray& parameters, const IndexArray& gates,
                           std::int32_t n_parameters, std::int32_t n_gates, const std::vector<double>& values,
@@ -214,11 +214,21 @@ PYBIND11_MODULE(_core, m) {
                                 const std::vector<double>& theta) {
     RealArray zeros(offsets.size() - 1);
     std::fill(zeros.mutable_data(), zeros.mutable_data() + zeros.size(), 0.0);
-    return to_numpy(self.coefficients_of(to_terms(slots, offsets, zeros), theta));
+    const std::vector<Term> terms = to_terms(slots, offsets, zeros);
+    std::vector<double> out;
+    {
+      py::gil_scoped_release release;
+      out = self.coefficients_of(terms, theta);
+    }
+    return to_numpy(std::move(out));
   });
-  cls.def("update_initial_operator",
-          [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
-             const RealArray& coefficients) { self.update_initial_operator(to_terms(slots, offsets, coefficients)); });
+  // Returns this rank's share of the update: how many of the terms its shards hold.
+  cls.def("update_initial_operator", [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
+                                        const RealArray& coefficients) {
+    const std::vector<Term> terms = to_terms(slots, offsets, coefficients);
+    py::gil_scoped_release release;
+    return self.update_initial_operator(terms);
+  });
   cls.def("size", &MonomialPropagator::size);
   cls.def_property_readonly("valid", &MonomialPropagator::valid);
   cls.def("check_valid", &MonomialPropagator::check_valid);
