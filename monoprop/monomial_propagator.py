@@ -42,7 +42,14 @@ __all__ = ["MonomialPropagator"]
 
 
 class MonomialPropagator(ABC, Generic[OperatorT]):
-    """Abstract base of :class:`MajoranaPropagator` and :class:`PauliPropagator`."""
+    """Abstract base of :class:`MajoranaPropagator` and :class:`PauliPropagator`.
+
+    The operator is split into ``num_threads`` shards, one per OpenMP thread; every operation
+    runs on one team of that many threads. The count is read from ``monoprop_NUM_THREADS``
+    (else the OpenMP default) when the propagator is constructed, and there is no argument for
+    it. Results agree across thread counts to rounding; a fixed count is bitwise reproducible.
+    Calls on one propagator must not overlap: a concurrent or reentrant call raises.
+    """
 
     _family: str  # "majorana" or "pauli": the circuit family this front-end runs
     _unit: str  # "mode" or "qubit", for messages

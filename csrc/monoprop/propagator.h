@@ -24,11 +24,13 @@
 
 namespace monoprop {
 
-template <typename Algebra, int W>
+// `Index` addresses a shard's terms; narrower types exist for testing the
+// shard ceiling with few terms.
+template <typename Algebra, int W, typename Index = std::uint32_t>
 class Propagator final : public MonomialPropagator {
  public:
   using Key = Monomial<W>;
-  using Keys = Store<W>;
+  using Keys = Store<W, Index>;
   using Gen = typename Algebra::template Generator<W>;
 
   Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis);

@@ -14,8 +14,8 @@ inline std::int32_t mapped_count(const std::vector<std::int32_t>& mapping) {
   return top + 1;
 }
 
-template <typename A, int W>
-Propagator<A, W>::Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis)
+template <typename A, int W, typename I>
+Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis)
     : MonomialPropagator(std::move(config), std::move(basis_change), logical_num_modes, basis),
       shards_(static_cast<std::size_t>(num_threads_)) {
   for (Shard& shard : shards_) shard.outbox.resize(shards_.size());
@@ -41,15 +41,15 @@ Propagator<A, W>::Propagator(Config config, BasisChange basis_change, int logica
   for (Shard& shard : shards_) shard.n_base = shard.keys.size();
 }
 
-template <typename A, int W>
-void Propagator<A, W>::accumulate(const Key& key, double h) {
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::accumulate(const Key& key, double h) {
   Shard& shard = shards_[owner(key.hash())];
   accumulate(shard.keys, shard.base, key, h);
 }
 
 // Adds h to the coefficient of `key`, appending the key when it is new.
-template <typename A, int W>
-void Propagator<A, W>::accumulate(Keys& keys, std::vector<double>& coefficients, const Key& key, double h) {
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::accumulate(Keys& keys, std::vector<double>& coefficients, const Key& key, double h) {
   const auto slot = keys.find(key);
   if (slot != Keys::kEmpty) {
     coefficients[slot] += h;
@@ -60,15 +60,15 @@ void Propagator<A, W>::accumulate(Keys& keys, std::vector<double>& coefficients,
   coefficients.push_back(h);
 }
 
-template <typename A, int W>
-std::size_t Propagator<A, W>::total_size() const {
+template <typename A, int W, typename I>
+std::size_t Propagator<A, W, I>::total_size() const {
   std::size_t n = 0;
   for (const Shard& shard : shards_) n += shard.keys.size();
   return n;
 }
 
-template <typename A, int W>
-auto Propagator<A, W>::key_of(const std::vector<std::uint32_t>& slots) const -> Key {
+template <typename A, int W, typename I>
+auto Propagator<A, W, I>::key_of(const std::vector<std::uint32_t>& slots) const -> Key {
   Key k;
   const auto limit = static_cast<std::uint32_t>(2 * config_.num_modes);
   for (const std::uint32_t s : slots) {
@@ -81,8 +81,8 @@ auto Propagator<A, W>::key_of(const std::vector<std::uint32_t>& slots) const -> 
 }
 
 // A key as users write it: Majorana indices "[0, 2]", or Pauli letters "X0 Z3".
-template <typename A, int W>
-std::string Propagator<A, W>::describe(const Key& key) const {
+template <typename A, int W, typename I>
+std::string Propagator<A, W, I>::describe(const Key& key) const {
   std::string out;
   for (int q = 0; q < 2 * config_.num_modes; ++q) {
     const auto s = static_cast<std::uint32_t>(q);
@@ -100,8 +100,8 @@ std::string Propagator<A, W>::describe(const Key& key) const {
 // All products of at most `max_pairs` Z's: the truncated expansion of
 // 2^n rho_ref = prod_j (1 + s_j Z_j); each coefficient is the product's own
 // reference expectation.
-template <typename A, int W>
-void Propagator<A, W>::expand_reference_state(int max_pairs) {
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::expand_reference_state(int max_pairs) {
   const int n = config_.num_modes;
   double count = 0, binom = 1;
   for (int k = 0; k <= max_pairs; ++k) {
@@ -138,8 +138,8 @@ void Propagator<A, W>::expand_reference_state(int max_pairs) {
   visit(visit, 0);
 }
 
-template <typename A, int W>
-void Propagator<A, W>::check_circuit(const CircuitSpec& circuit, std::optional<int> k) const {
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::check_circuit(const CircuitSpec& circuit, std::optional<int> k) const {
   if (k && (*k <= 0 || *k > 2 * config_.num_modes))
     throw ArgumentError("only_rotate_len_k=" + std::to_string(*k) + " is out of range; must be 0 < k <= 2*num_qubits");
   for (const LayerSpec& layer : circuit.layers) {
@@ -153,8 +153,8 @@ void Propagator<A, W>::check_circuit(const CircuitSpec& circuit, std::optional<i
   }
 }
 
-template <typename A, int W>
-void Propagator<A, W>::check_parameters(const std::vector<double>& parameters, std::int32_t expected) const {
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::check_parameters(const std::vector<double>& parameters, std::int32_t expected) const {
   if (static_cast<std::int64_t>(parameters.size()) != expected)
     throw UsageError("Invalid functional call. Parameter length " + std::to_string(parameters.size()) +
                      " does not match the expected number of parameters " + std::to_string(expected) + ".");
@@ -162,8 +162,8 @@ void Propagator<A, W>::check_parameters(const std::vector<double>& parameters, s
 
 // Argument checks of an evaluation; returns the per-layer parameter indices
 // (graph order) of `mapping`, or nothing to use the graph's own.
-template <typename A, int W>
-std::vector<std::int32_t> Propagator<A, W>::checked_evaluation(const std::vector<double>& parameters,
+template <typename A, int W, typename I>
+std::vector<std::int32_t> Propagator<A, W, I>::checked_evaluation(const std::vector<double>& parameters,
                                                                const std::vector<std::int32_t>* mapping) const {
   check_valid();
   std::vector<std::int32_t> layer_parameters;
@@ -172,8 +172,8 @@ std::vector<std::int32_t> Propagator<A, W>::checked_evaluation(const std::vector
   return layer_parameters;
 }
 
-template <typename A, int W>
-std::vector<std::int32_t> Propagator<A, W>::graph_order(const std::vector<std::int32_t>& mapping) const {
+template <typename A, int W, typename I>
+std::vector<std::int32_t> Propagator<A, W, I>::graph_order(const std::vector<std::int32_t>& mapping) const {
   if (mapping.size() != layers().size())
     throw ArgumentError("a per-layer mapping needs " + std::to_string(layers().size()) + " entries; got " +
                         std::to_string(mapping.size()) + ".");
@@ -184,8 +184,8 @@ std::vector<std::int32_t> Propagator<A, W>::graph_order(const std::vector<std::i
   return out;
 }
 
-template <typename A, int W>
-std::vector<const LayerSpec*> Propagator<A, W>::application_order(const CircuitSpec& circuit) const {
+template <typename A, int W, typename I>
+std::vector<const LayerSpec*> Propagator<A, W, I>::application_order(const CircuitSpec& circuit) const {
   std::vector<const LayerSpec*> order;
   for (const LayerSpec& layer : circuit.layers) order.push_back(&layer);
   // Heisenberg: the last gate acts on the observable first.
@@ -193,8 +193,8 @@ std::vector<const LayerSpec*> Propagator<A, W>::application_order(const CircuitS
   return order;
 }
 
-template <typename A, int W>
-bool Propagator<A, W>::keep_partner(const Key& partner, bool informed, double moved) const {
+template <typename A, int W, typename I>
+bool Propagator<A, W, I>::keep_partner(const Key& partner, bool informed, double moved) const {
   const Truncation& t = config_.truncation;
   const int measure = t.type == CutoffType::Length ? partner.length() : partner.support();
   bool keep = measure <= t.cutoff || partner.fully_paired();
@@ -205,8 +205,8 @@ bool Propagator<A, W>::keep_partner(const Key& partner, bool informed, double mo
   return keep;
 }
 
-template <typename A, int W>
-void Propagator<A, W>::apply_layer(int t, Team& team, const Key& generator, double phi, double** c, GraphLayer* record,
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, double phi, double** c, GraphLayer* record,
                                    std::optional<int> k) {
   const Gen gen(generator);
   const double sn = std::sin(phi);
@@ -371,8 +371,8 @@ void Propagator<A, W>::apply_layer(int t, Team& team, const Key& generator, doub
 }
 
 // Applies a circuit's layers in application order, reporting progress.
-template <typename A, int W>
-void Propagator<A, W>::apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
                                      std::int32_t parameter_shift, std::int32_t gate_shift, double** c, Graph* record,
                                      std::optional<int> k) {
   const auto order = application_order(circuit);
@@ -393,16 +393,16 @@ void Propagator<A, W>::apply_circuit(int t, Team& team, const CircuitSpec& circu
   }
 }
 
-template <typename A, int W>
-void Propagator<A, W>::truncate_to(const std::vector<std::size_t>& sizes) {
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::truncate_to(const std::vector<std::size_t>& sizes) {
   for (std::size_t s = 0; s < shards_.size(); ++s) {
     shards_[s].keys.truncate(sizes[s]);
     shards_[s].base.resize(std::min(shards_[s].base.size(), sizes[s]));
   }
 }
 
-template <typename A, int W>
-void Propagator<A, W>::propagate(const CircuitSpec& circuit, const std::vector<double>& parameters,
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vector<double>& parameters,
                                  std::optional<int> k) {
   check_valid();
   check_circuit(circuit, k);
@@ -440,8 +440,8 @@ void Propagator<A, W>::propagate(const CircuitSpec& circuit, const std::vector<d
   });
 }
 
-template <typename A, int W>
-void Propagator<A, W>::build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
                                    std::optional<int> k) {
   check_valid();
   check_circuit(circuit, k);
@@ -493,8 +493,8 @@ void Propagator<A, W>::build_graph(const CircuitSpec& circuit, const std::option
   });
 }
 
-template <typename A, int W>
-void Propagator<A, W>::replay(int t, Team& team, std::vector<double>& out, double** c, const double* theta,
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::replay(int t, Team& team, std::vector<double>& out, double** c, const double* theta,
                               std::vector<double>* tape, double pare, const std::int32_t* layer_parameters) const {
   const Shard& me = shards_[t];
   out.assign(me.base.begin(), me.base.end());
@@ -516,16 +516,16 @@ void Propagator<A, W>::replay(int t, Team& team, std::vector<double>& out, doubl
   }
 }
 
-template <typename A, int W>
-void Propagator<A, W>::replay_all(const std::vector<double>& parameters) const {
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters) const {
   std::vector<double*> c(shards_.size());
   Team::run(threads(), [&](int t, Team& team) {
     replay(t, team, shards_[t].c, c.data(), parameters.data(), nullptr, 0.0, nullptr);
   });
 }
 
-template <typename A, int W>
-const std::vector<double>& Propagator<A, W>::weights(int t) const {
+template <typename A, int W, typename I>
+const std::vector<double>& Propagator<A, W, I>::weights(int t) const {
   const Shard& me = shards_[t];
   if (!me.weights_stale && me.weights.size() == me.keys.size()) return me.weights;
   me.weights.resize(me.keys.size());
@@ -541,8 +541,8 @@ const std::vector<double>& Propagator<A, W>::weights(int t) const {
   return me.weights;
 }
 
-template <typename A, int W>
-double Propagator<A, W>::expectation_value(const std::vector<double>& parameters, double pare,
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::expectation_value(const std::vector<double>& parameters, double pare,
                                            const std::vector<std::int32_t>* mapping) const {
   const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
@@ -563,8 +563,8 @@ double Propagator<A, W>::expectation_value(const std::vector<double>& parameters
   });
 }
 
-template <typename A, int W>
-double Propagator<A, W>::expectation_value_and_gradient(const std::vector<double>& parameters,
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<double>& parameters,
                                                         std::vector<double>& gradient, double pare,
                                                         const std::vector<std::int32_t>* mapping) const {
   const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
@@ -611,8 +611,8 @@ double Propagator<A, W>::expectation_value_and_gradient(const std::vector<double
   });
 }
 
-template <typename A, int W>
-std::vector<double> Propagator<A, W>::contract(const std::vector<double>& parameters, bool inplace) {
+template <typename A, int W, typename I>
+std::vector<double> Propagator<A, W, I>::contract(const std::vector<double>& parameters, bool inplace) {
   check_valid();
   check_parameters(parameters, n_parameters_);
   return guarded("contract_partially", [&] {
@@ -634,8 +634,8 @@ std::vector<double> Propagator<A, W>::contract(const std::vector<double>& parame
   });
 }
 
-template <typename A, int W>
-TermList Propagator<A, W>::evolved_terms(const std::vector<double>& parameters, double atol) const {
+template <typename A, int W, typename I>
+TermList Propagator<A, W, I>::evolved_terms(const std::vector<double>& parameters, double atol) const {
   check_valid();
   check_parameters(parameters, n_parameters_);
   guarded("evaluate", [&] { replay_all(parameters); });
@@ -653,8 +653,8 @@ TermList Propagator<A, W>::evolved_terms(const std::vector<double>& parameters, 
   return out;
 }
 
-template <typename A, int W>
-std::vector<double> Propagator<A, W>::coefficients_of(const std::vector<Term>& terms,
+template <typename A, int W, typename I>
+std::vector<double> Propagator<A, W, I>::coefficients_of(const std::vector<Term>& terms,
                                                       const std::vector<double>& parameters) const {
   check_valid();
   std::vector<Key> keys;
@@ -674,8 +674,8 @@ std::vector<double> Propagator<A, W>::coefficients_of(const std::vector<Term>& t
   return out;
 }
 
-template <typename A, int W>
-std::size_t Propagator<A, W>::apply_initial_operator_(const std::vector<Term>& terms) {
+template <typename A, int W, typename I>
+std::size_t Propagator<A, W, I>::apply_initial_operator_(const std::vector<Term>& terms) {
   std::vector<std::pair<Key, double>> keyed;
   for (const Term& t : terms) keyed.emplace_back(key_of(t.slots), t.coefficient);
   if (schrodinger()) {
@@ -716,8 +716,8 @@ std::size_t Propagator<A, W>::apply_initial_operator_(const std::vector<Term>& t
   return held;
 }
 
-template <typename A, int W>
-std::pair<std::size_t, std::size_t> Propagator<A, W>::graph_size() const {
+template <typename A, int W, typename I>
+std::pair<std::size_t, std::size_t> Propagator<A, W, I>::graph_size() const {
   check_valid();
   std::size_t cos_only = 0, cycles = 0;
   for (const Shard& shard : shards_)
@@ -730,8 +730,8 @@ std::pair<std::size_t, std::size_t> Propagator<A, W>::graph_size() const {
 
 // Graph layers are stored in application order; the circuit's order (the one
 // parameter_mapping speaks in) is the reverse in the Heisenberg picture.
-template <typename A, int W>
-std::vector<std::int32_t> Propagator<A, W>::parameter_mapping() const {
+template <typename A, int W, typename I>
+std::vector<std::int32_t> Propagator<A, W, I>::parameter_mapping() const {
   check_valid();
   std::vector<std::int32_t> out;
   for (const GraphLayer& layer : layers()) out.push_back(layer.parameter);
@@ -739,8 +739,8 @@ std::vector<std::int32_t> Propagator<A, W>::parameter_mapping() const {
   return out;
 }
 
-template <typename A, int W>
-std::vector<std::int32_t> Propagator<A, W>::layer_gates() const {
+template <typename A, int W, typename I>
+std::vector<std::int32_t> Propagator<A, W, I>::layer_gates() const {
   check_valid();
   std::vector<std::int32_t> out;
   for (const GraphLayer& layer : layers()) out.push_back(layer.gate);
@@ -748,8 +748,8 @@ std::vector<std::int32_t> Propagator<A, W>::layer_gates() const {
   return out;
 }
 
-template <typename A, int W>
-void Propagator<A, W>::set_parameter_mapping(const std::vector<std::int32_t>& per_layer) {
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::set_parameter_mapping(const std::vector<std::int32_t>& per_layer) {
   check_valid();
   const std::size_t L = layers().size();
   if (per_layer.size() != L)
@@ -765,8 +765,8 @@ void Propagator<A, W>::set_parameter_mapping(const std::vector<std::int32_t>& pe
   n_parameters_ = top + 1;
 }
 
-template <typename A, int W>
-MemoryUsage Propagator<A, W>::memory() const {
+template <typename A, int W, typename I>
+MemoryUsage Propagator<A, W, I>::memory() const {
   check_valid();
   MemoryUsage m;
   for (const Shard& shard : shards_) {
@@ -785,8 +785,8 @@ MemoryUsage Propagator<A, W>::memory() const {
   return m;
 }
 
-template <typename A, int W>
-OperatorView Propagator<A, W>::mp_op_() const {
+template <typename A, int W, typename I>
+OperatorView Propagator<A, W, I>::mp_op_() const {
   const Shard& shard = shards_[0];
   OperatorView view;
   view.words = W;
@@ -797,15 +797,15 @@ OperatorView Propagator<A, W>::mp_op_() const {
   return view;
 }
 
-template <typename A, int W>
-IndexView Propagator<A, W>::indexing_() const {
+template <typename A, int W, typename I>
+IndexView Propagator<A, W, I>::indexing_() const {
   static_assert(sizeof(IndexEntry) == 8, "index entries are {tag, slot} pairs of 32-bit words");
   const Keys& keys = shards_[0].keys;
   return {static_cast<const IndexEntry*>(keys.table_data()), keys.table_capacity()};
 }
 
-template <typename A, int W>
-GraphData Propagator<A, W>::graph_data_() const {
+template <typename A, int W, typename I>
+GraphData Propagator<A, W, I>::graph_data_() const {
   GraphData data;
   for (const GraphLayer& layer : layers()) {
     data.parameter.push_back(layer.parameter);

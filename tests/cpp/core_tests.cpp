@@ -5,11 +5,13 @@
 #include <complex>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
 #include "monoprop/algebra.h"
 #include "monoprop/graph.h"
+#include "monoprop/propagator.h"
 #include "monoprop/store.h"
 
 using namespace monoprop;
@@ -333,6 +335,68 @@ static void test_cross_shard_replay(std::mt19937& rng) {
   }
 }
 
+// The shard ceiling through the propagator's own path, with 8-bit shard
+// indices (255 terms a shard) and two shards: a build or propagation that
+// would cross it is refused, and the propagator is left as it was and usable.
+static void test_propagator_ceiling() {
+  setenv("monoprop_NUM_THREADS", "2", 1);
+  Config config;
+  config.family = Family::Pauli;
+  config.num_modes = 6;
+  config.initial_operator = {Term{{0, 1}, 1.0}};  // Z0
+  config.truncation.cutoff = 12;
+  using Small = Propagator<PauliAlgebra, 1, std::uint8_t>;
+  // Every qubit rotated by X and Y, then ZZ and XX on neighbours, six times:
+  // 4094 terms at the end, far past two shards of 255.
+  CircuitSpec big;
+  auto add = [&](std::vector<std::uint32_t> slots) {
+    big.layers.push_back({std::move(slots), 0.5, big.n_parameters++, big.n_gates++});
+  };
+  for (int rep = 0; rep < 6; ++rep)
+    for (std::uint32_t q = 0; q < 6; ++q) {
+      add({2 * q});
+      add({2 * q + 1});
+      if (q + 1 < 6) {
+        add({2 * q, 2 * q + 1, 2 * q + 2, 2 * q + 3});
+        add({2 * q, 2 * q + 2});
+      }
+    }
+  CircuitSpec small;
+  small.layers.push_back({{0}, 0.5, 0, 0});
+  small.n_parameters = small.n_gates = 1;
+
+  Small p(config, {}, 6, Family::Pauli);
+  CHECK(p.num_threads() == 2);
+  p.build_graph(small, std::nullopt, std::nullopt);
+  const std::vector<double> theta = {0.3};
+  const double value = p.expectation_value(theta, 0.0, nullptr);
+  const std::size_t size = p.size();
+  const auto graph = p.graph_size();
+  bool refused = false;
+  try {
+    p.build_graph(big, std::nullopt, std::nullopt);
+  } catch (const ShardCeilingError& e) {
+    refused = std::string(e.what()).find("at most 255") != std::string::npos;
+  }
+  CHECK(refused);
+  CHECK(p.valid() && p.size() == size && p.graph_size() == graph && p.graph_layers() == 1);
+  CHECK(p.expectation_value(theta, 0.0, nullptr) == value);
+
+  Small q(config, {}, 6, Family::Pauli);
+  const std::vector<double> angles(static_cast<std::size_t>(big.n_parameters), 0.4);
+  refused = false;
+  try {
+    q.propagate(big, angles, std::nullopt);
+  } catch (const ShardCeilingError&) {
+    refused = true;
+  }
+  CHECK(refused);
+  CHECK(q.valid() && q.size() == 1 && q.expectation_value({}, 0.0, nullptr) == 1.0);
+  q.propagate(small, theta, std::nullopt);  // still usable: exp(+i 0.3 * 0.5 X0) takes <Z0> to cos 0.3
+  CHECK(q.size() == 2 && std::abs(q.expectation_value({}, 0.0, nullptr) - std::cos(0.3)) < 1e-15);
+  unsetenv("monoprop_NUM_THREADS");
+}
+
 int main() {
   std::mt19937 rng(12345);
   majorana_against_reference<1>(12, rng);
@@ -345,6 +409,7 @@ int main() {
   test_store_and_ceiling();
   test_replay_gradient();
   test_cross_shard_replay(rng);
+  test_propagator_ceiling();
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
