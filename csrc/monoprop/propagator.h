@@ -112,6 +112,15 @@ class Propagator final : public MonomialPropagator {
     // times and fresh pages would cost more than the sweep.
     mutable std::vector<double> c, tape, state, weights;
     mutable bool weights_stale = true;
+
+    // What only a build or propagation uses, given back when it ends.
+    void release_scratch() {
+      work = {};
+      scratch = {};
+      births = {};
+      birth_signs = {};
+      for (auto& out : outbox) out = {};
+    }
   };
 
   int threads() const { return num_threads_; }

@@ -432,7 +432,7 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
     }
     for (Shard& shard : shards_) {
       shard.base.swap(shard.work);
-      shard.work = {};
+      shard.release_scratch();
       shard.n_base = shard.keys.size();
       shard.weights_stale = true;
     }
@@ -484,7 +484,7 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
       }
       for (GraphLayer& layer : added[s]) shard.graph.push_back(std::move(layer));
       shard.base.resize(shard.keys.size(), 0.0);
-      shard.work = {};
+      shard.release_scratch();
       shard.weights_stale = true;
     }
     n_parameters_ = total;
