@@ -164,7 +164,7 @@ void Propagator<A, W, I>::check_parameters(const std::vector<double>& parameters
 // (graph order) of `mapping`, or nothing to use the graph's own.
 template <typename A, int W, typename I>
 std::vector<std::int32_t> Propagator<A, W, I>::checked_evaluation(const std::vector<double>& parameters,
-                                                               const std::vector<std::int32_t>* mapping) const {
+                                                                  const std::vector<std::int32_t>* mapping) const {
   check_valid();
   std::vector<std::int32_t> layer_parameters;
   if (mapping) layer_parameters = graph_order(*mapping);
@@ -206,8 +206,8 @@ bool Propagator<A, W, I>::keep_partner(const Key& partner, bool informed, double
 }
 
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, double phi, double** c, GraphLayer* record,
-                                   std::optional<int> k) {
+void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, double phi, double** c,
+                                      GraphLayer* record, std::optional<int> k) {
   const Gen gen(generator);
   const double sn = std::sin(phi);
   const bool informed = c != nullptr;
@@ -373,8 +373,8 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, d
 // Applies a circuit's layers in application order, reporting progress.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
-                                     std::int32_t parameter_shift, std::int32_t gate_shift, double** c, Graph* record,
-                                     std::optional<int> k) {
+                                        std::int32_t parameter_shift, std::int32_t gate_shift, double** c,
+                                        Graph* record, std::optional<int> k) {
   const auto order = application_order(circuit);
   for (std::size_t l = 0; l < order.size(); ++l) {
     const LayerSpec& layer = *order[l];
@@ -403,7 +403,7 @@ void Propagator<A, W, I>::truncate_to(const std::vector<std::size_t>& sizes) {
 
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vector<double>& parameters,
-                                 std::optional<int> k) {
+                                    std::optional<int> k) {
   check_valid();
   check_circuit(circuit, k);
   if (!layers().empty())
@@ -442,7 +442,7 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
 
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
-                                   std::optional<int> k) {
+                                      std::optional<int> k) {
   check_valid();
   check_circuit(circuit, k);
   const std::int32_t total = n_parameters_ + circuit.n_parameters;
@@ -495,7 +495,7 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
 
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::replay(int t, Team& team, std::vector<double>& out, double** c, const double* theta,
-                              std::vector<double>* tape, double pare, const std::int32_t* layer_parameters) const {
+                                 std::vector<double>* tape, double pare, const std::int32_t* layer_parameters) const {
   const Shard& me = shards_[t];
   out.assign(me.base.begin(), me.base.end());
   c[t] = out.data();
@@ -543,7 +543,7 @@ const std::vector<double>& Propagator<A, W, I>::weights(int t) const {
 
 template <typename A, int W, typename I>
 double Propagator<A, W, I>::expectation_value(const std::vector<double>& parameters, double pare,
-                                           const std::vector<std::int32_t>* mapping) const {
+                                              const std::vector<std::int32_t>* mapping) const {
   const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
@@ -565,8 +565,8 @@ double Propagator<A, W, I>::expectation_value(const std::vector<double>& paramet
 
 template <typename A, int W, typename I>
 double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<double>& parameters,
-                                                        std::vector<double>& gradient, double pare,
-                                                        const std::vector<std::int32_t>* mapping) const {
+                                                           std::vector<double>& gradient, double pare,
+                                                           const std::vector<std::int32_t>* mapping) const {
   const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
@@ -655,7 +655,7 @@ TermList Propagator<A, W, I>::evolved_terms(const std::vector<double>& parameter
 
 template <typename A, int W, typename I>
 std::vector<double> Propagator<A, W, I>::coefficients_of(const std::vector<Term>& terms,
-                                                      const std::vector<double>& parameters) const {
+                                                         const std::vector<double>& parameters) const {
   check_valid();
   std::vector<Key> keys;
   for (const Term& t : terms) keys.push_back(key_of(t.slots));
