@@ -229,6 +229,7 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, d
     Key partner;
     std::uint64_t hash;
     std::uint32_t slot;
+    I match;  // first slot whose index tag matches the partner's
     std::int8_t sign;
   };
   Candidate block[kBlock];
@@ -268,10 +269,16 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, d
       keys.prefetch(cand.hash);
       ++m;
     }
+    // The index lines are on their way: read them and ask for the keys they
+    // point to, then compare.
+    for (std::size_t e = 0; e < m; ++e) {
+      block[e].match = keys.candidate(block[e].hash);
+      keys.prefetch_key(block[e].match);
+    }
     for (std::size_t e = 0; e < m; ++e) {
       const Candidate& cand = block[e];
       const std::uint32_t a = cand.slot;
-      const auto j = keys.find(cand.partner, cand.hash);
+      const auto j = keys.confirm(cand.partner, cand.hash, cand.match);
       if (j != Keys::kEmpty) {
         if (k && cand.partner.length() > *k) {  // the partner does not rotate back
           L.halves.insert(L.halves.end(), {a, j});
@@ -304,8 +311,12 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, d
       const std::size_t end = std::min(inbox.size(), start + kBlock);
       for (std::size_t e = start; e < end; ++e) keys.prefetch(inbox[e].hash);
       for (std::size_t e = start; e < end; ++e) {
+        inbox[e].found = keys.candidate(inbox[e].hash);
+        keys.prefetch_key(static_cast<I>(inbox[e].found));
+      }
+      for (std::size_t e = start; e < end; ++e) {
         Query& q = inbox[e];
-        q.found = keys.find(q.partner, q.hash);
+        q.found = keys.confirm(q.partner, q.hash, static_cast<I>(q.found));
         if (q.found != Keys::kEmpty) {
           q.answer = Answer::Found;
         } else if (keep_partner(q.partner, informed, q.moved)) {

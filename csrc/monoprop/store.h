@@ -62,6 +62,28 @@ class Store {
   }
   Index find(const Key& k) const { return find(k, k.hash()); }
 
+  // Lookup in two halves, for pipelines that overlap their cache misses:
+  // `candidate` reads only the index (whose line a prefetch brought in) and
+  // returns the first slot whose tag matches, or kEmpty (surely absent);
+  // `prefetch_key` then asks for that slot's key, and `confirm` finishes.
+  Index candidate(std::uint64_t h) const {
+    const auto tag = static_cast<std::uint32_t>(h >> 32);
+    for (std::size_t pos = h & mask_;; pos = (pos + 1) & mask_) {
+      const Entry& e = table_[pos];
+      if (e.slot == kEmpty || e.tag == tag) return e.slot;
+    }
+  }
+  void prefetch_key(Index slot) const {
+    if (slot == kEmpty) return;
+    for (int w = 0; w < std::min(W, 4); ++w) __builtin_prefetch(&columns_[w][slot]);
+  }
+  // find(k, h), given candidate(h): a tag that matched another key (rare) falls
+  // back to the full probe.
+  Index confirm(const Key& k, std::uint64_t h, Index candidate) const {
+    if (candidate == kEmpty || matches(candidate, k)) return candidate;
+    return find(k, h);
+  }
+
   // Hints the cache to load the table line a lookup of hash `h` starts at.
   void prefetch(std::uint64_t h) const { __builtin_prefetch(&table_[h & mask_]); }
 
