@@ -11,6 +11,7 @@ import math
 import dense_reference as dr
 import numpy as np
 import pytest
+from test_propagator_vectors import ITEM8_EXPECTED
 
 THETA = 0.3
 
@@ -544,14 +545,7 @@ def test_vector_8_non_fermionic_structural_circuit():
     ]
     u = dr.circuit_unitary(gens, params)
     obs = dr.majorana_operator_matrix({(1, 2, 3): -1j}, n)
-    expected = {
-        (1, 2, 3): -0.8314427691150754j,
-        (0, 1, 2, 3): -0.16854179325074592,
-        (0, 2, 3): 0.35867804544976145j,
-        (0, 2): 0.35152836455073294j,
-        (2,): 0.07125832726038464,
-        (1, 2): 0.1516466453264173j,
-    }
+    expected = ITEM8_EXPECTED  # API §9.8
     assert_terms_close(dr.majorana_decompose(dr.heisenberg_operator(obs, u), n), expected, 1e-12)
 
 

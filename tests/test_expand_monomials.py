@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 from scipy.linalg import expm
+from test_propagator_vectors import ITEM8_EXPECTED
 
 from monoprop.circuit import Circuit, ExpGate, expand_monomials, validate_parameter_mapping
 from monoprop.fermi import FermiOperator
@@ -260,14 +261,7 @@ class TestDenseVectors:
         evolved = dense_heisenberg(layers_of(circuit, 2), circuit.parameters, {(1, 2, 3): -1j}, 2)
         assert_terms_close(
             evolved,
-            {
-                (1, 2, 3): -0.8314427691150754j,
-                (0, 1, 2, 3): -0.16854179325074592,
-                (0, 2, 3): 0.35867804544976145j,
-                (0, 2): 0.35152836455073294j,
-                (2,): 0.07125832726038464,
-                (1, 2): 0.1516466453264173j,
-            },
+            ITEM8_EXPECTED,
         )
 
     def test_vector_2_hermitian_gate(self):

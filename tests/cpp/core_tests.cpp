@@ -263,26 +263,24 @@ static void test_cross_shard_replay(std::mt19937& rng) {
       GraphLayer& part = split[shard_of[a]].back();
       const bool apart = shard_of[a] != shard_of[b];
       const std::uint32_t cross[3] = {local[a], static_cast<std::uint32_t>(shard_of[b]), local[b]};
+      // A pair or a half: in the whole graph, and in a's shard (a cross entry
+      // when b lies in the other shard).
+      auto add = [&](auto GraphLayer::* flat, auto GraphLayer::* signs, auto GraphLayer::* cross_flat,
+                     auto GraphLayer::* cross_signs) {
+        (layer.*flat).insert((layer.*flat).end(), {a, b});
+        (layer.*signs).push_back(sign);
+        if (apart) {
+          (part.*cross_flat).insert((part.*cross_flat).end(), cross, cross + 3);
+          (part.*cross_signs).push_back(sign);
+        } else {
+          (part.*flat).insert((part.*flat).end(), {local[a], local[b]});
+          (part.*signs).push_back(sign);
+        }
+      };
       if (kind == 0) {
-        layer.pairs.insert(layer.pairs.end(), {a, b});
-        layer.pair_signs.push_back(sign);
-        if (apart) {
-          part.cross_pairs.insert(part.cross_pairs.end(), cross, cross + 3);
-          part.cross_pair_signs.push_back(sign);
-        } else {
-          part.pairs.insert(part.pairs.end(), {local[a], local[b]});
-          part.pair_signs.push_back(sign);
-        }
+        add(&GraphLayer::pairs, &GraphLayer::pair_signs, &GraphLayer::cross_pairs, &GraphLayer::cross_pair_signs);
       } else if (kind == 1) {
-        layer.halves.insert(layer.halves.end(), {a, b});
-        layer.half_signs.push_back(sign);
-        if (apart) {
-          part.cross_halves.insert(part.cross_halves.end(), cross, cross + 3);
-          part.cross_half_signs.push_back(sign);
-        } else {
-          part.halves.insert(part.halves.end(), {local[a], local[b]});
-          part.half_signs.push_back(sign);
-        }
+        add(&GraphLayer::halves, &GraphLayer::half_signs, &GraphLayer::cross_halves, &GraphLayer::cross_half_signs);
       } else {
         layer.cos_only.insert(layer.cos_only.end(), {a, b});
         split[shard_of[a]].back().cos_only.push_back(local[a]);
