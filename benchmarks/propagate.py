@@ -402,9 +402,14 @@ def worker(job: dict) -> dict:
 
 
 def spawn(job: dict, timeout: float) -> dict:
-    env = dict(os.environ)
-    env.update(THREAD_ENV)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(job)]
+    return run_worker(Path(__file__), job, THREAD_ENV, timeout)
+
+
+def run_worker(script: Path, job: dict, env_overrides: dict, timeout: float) -> dict:
+    """Runs `script --worker job` in a fresh interpreter with `env_overrides` set and returns
+    the JSON it prints on a ``RESULT`` line, or {"error": ...}."""
+    env = {**os.environ, **env_overrides}
+    cmd = [sys.executable, str(Path(script).resolve()), "--worker", json.dumps(job)]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -43,7 +43,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,6 +54,7 @@ from propagate import (  # noqa: E402  (benchmarks/ is not a package)
     fermi_hubbard_workload,
     fmt_num,
     import_monoprop,
+    run_worker,
 )
 
 TARGET = 1.8  # T=2 over T=1
@@ -219,26 +219,14 @@ def worker(job: dict) -> dict:
 
 
 def spawn(job: dict, threads: int, timeout: float) -> dict:
-    env = dict(os.environ)
-    env.update(
-        {
-            "monoprop_NUM_THREADS": str(threads),
-            "OMP_NUM_THREADS": str(threads),
-            "OMP_DYNAMIC": "FALSE",
-            "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-        }
-    )
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(job)]
-    try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout:.0f} s"}
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-    return {"error": f"exit {proc.returncode}: " + " | ".join(tail)}
+    env = {
+        "monoprop_NUM_THREADS": str(threads),
+        "OMP_NUM_THREADS": str(threads),
+        "OMP_DYNAMIC": "FALSE",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    return run_worker(Path(__file__), job, env, timeout)
 
 
 def relative(a: float, b: float) -> float:
