@@ -10,65 +10,33 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cmake_build import ROOT, cmake_build, run_checked
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cpp"
 SUMMARY = "monoprop C++ example: all checks passed"
-
-
-def _run(command: list[str]) -> None:
-    run = subprocess.run(command, capture_output=True, text=True)
-    assert run.returncode == 0, (
-        f"{' '.join(command)} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
-    )
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """The install prefix of a Release build of the core (Python module off)."""
-    cmake = shutil.which("cmake")
-    if cmake is None:
-        pytest.skip("cmake is needed to build the C++ package (pip install cmake)")
-    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     build = tmp_path_factory.mktemp("cxx-build")
     prefix = tmp_path_factory.mktemp("cxx-prefix")
-    _run(
-        [
-            cmake,
-            "-S",
-            str(ROOT),
-            "-B",
-            str(build),
-            *generator,
-            "-DMONOPROP_PYTHON=OFF",
-            "-DMONOPROP_INSTALL_CXX=ON",
-            "-DCMAKE_BUILD_TYPE=Release",
-        ]
+    cmake_build(
+        ROOT,
+        build,
+        "-DMONOPROP_PYTHON=OFF",
+        "-DMONOPROP_INSTALL_CXX=ON",
+        "-DCMAKE_BUILD_TYPE=Release",
     )
-    _run([cmake, "--build", str(build), "-j", "2"])
-    _run([cmake, "--install", str(build), "--prefix", str(prefix)])
+    run_checked([shutil.which("cmake"), "--install", str(build), "--prefix", str(prefix)])
     return prefix
 
 
 @pytest.fixture(scope="module")
 def example(installed: Path, tmp_path_factory) -> Path:
     """examples/cpp built against the installed package only."""
-    cmake = shutil.which("cmake")
-    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     build = tmp_path_factory.mktemp("cxx-example")
-    _run(
-        [
-            cmake,
-            "-S",
-            str(EXAMPLE),
-            "-B",
-            str(build),
-            *generator,
-            f"-DCMAKE_PREFIX_PATH={installed}",
-            "-DCMAKE_BUILD_TYPE=Release",
-        ]
-    )
-    _run([cmake, "--build", str(build), "-j", "2"])
+    cmake_build(EXAMPLE, build, f"-DCMAKE_PREFIX_PATH={installed}", "-DCMAKE_BUILD_TYPE=Release")
     return build / "monoprop_example"
 
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from cmake_build import ROOT, cmake_build
 
 BUILDS = {
     "debug": [],
@@ -24,27 +22,15 @@ BUILDS = {
 
 @pytest.fixture(scope="module", params=sorted(BUILDS))
 def core_tests(request, tmp_path_factory) -> Path:
-    cmake = shutil.which("cmake")
-    assert cmake, "cmake is needed to build the C++ unit tests (pip install cmake)"
     build = tmp_path_factory.mktemp(f"cpp-{request.param}")
-    for command in (
-        [
-            cmake,
-            "-S",
-            str(ROOT),
-            "-B",
-            str(build),
-            "-DMONOPROP_PYTHON=OFF",
-            "-DMONOPROP_TESTS=ON",
-            "-DCMAKE_BUILD_TYPE=Debug",
-            *BUILDS[request.param],
-        ],
-        [cmake, "--build", str(build), "-j", "2"],
-    ):
-        run = subprocess.run(command, capture_output=True, text=True)
-        assert run.returncode == 0, (
-            f"{' '.join(command)} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
-        )
+    cmake_build(
+        ROOT,
+        build,
+        "-DMONOPROP_PYTHON=OFF",
+        "-DMONOPROP_TESTS=ON",
+        "-DCMAKE_BUILD_TYPE=Debug",
+        *BUILDS[request.param],
+    )
     return build / "core_tests"
 
 
