@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <type_traits>
 
 namespace monoprop {
 
@@ -810,7 +811,9 @@ OperatorView Propagator<A, W, I>::mp_op_() const {
 
 template <typename A, int W, typename I>
 IndexView Propagator<A, W, I>::indexing_() const {
-  static_assert(sizeof(IndexEntry) == 8, "index entries are {tag, slot} pairs of 32-bit words");
+  // IndexEntry is the layout of the 32-bit index the engine is built with;
+  // narrower test indices have no raw view.
+  if constexpr (!std::is_same_v<I, std::uint32_t>) throw UsageError("indexing() needs 32-bit shard indices.");
   const Keys& keys = shards_[0].keys;
   return {static_cast<const IndexEntry*>(keys.table_data()), keys.table_capacity()};
 }
