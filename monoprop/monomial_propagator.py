@@ -88,7 +88,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             )
         if not isinstance(cutoff_type, str):
             raise TypeError(f"cutoff_type must be a str; got {cutoff_type!r}.")
-        _check_comm(comm)
+        comm_handle = _comm_handle(comm)
         slots, offsets = pack(keys)
         self._initial_state = tuple(state)
         self._engine = _core.Engine(
@@ -106,7 +106,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             cutoff_type,
             lower,
             upper,
+            comm_handle=comm_handle,
         )
+        self._comm = comm  # the engine uses its handle: keep the communicator alive
 
     # -- front-end hooks --------------------------------------------------------------------
 
@@ -507,9 +509,11 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     def __deepcopy__(self, memo: dict):
         clone = object.__new__(type(self))
         for name, value in self.__dict__.items():
-            clone.__dict__[name] = (
-                value.clone() if name == "_engine" else copy.deepcopy(value, memo)
-            )
+            if name == "_engine":
+                value = value.clone()
+            elif name != "_comm":  # a copy runs on the same communicator
+                value = copy.deepcopy(value, memo)
+            clone.__dict__[name] = value
         return clone
 
     def __repr__(self) -> str:
@@ -557,15 +561,41 @@ def _pare(threshold: float | None) -> float:
     return value
 
 
-def _check_comm(comm: Any) -> None:
-    """Without MPI in the build only a single-rank communicator (or None) makes sense."""
+def _comm_handle(comm: Any) -> int | None:
+    """The address of ``comm``'s MPI handle for the engine, or None to run without MPI.
+
+    Builds without MPI accept a single-rank communicator (``MPI.COMM_SELF``) and run serially,
+    so that scripts written for MPI run unchanged on one process; a larger one is an error.
+    """
     if comm is None:
-        return
-    size = comm.Get_size() if hasattr(comm, "Get_size") else None
-    if size == 1:
-        return
-    raise RuntimeError(
-        f"comm={comm!r} spans {size} ranks but this monoprop build has no MPI "
-        "(monoprop.has_mpi is False); pass comm=None, or rebuild with "
-        "-C cmake.define.MONOPROP_MPI=ON."
-    )
+        return None
+    if not _core.has_mpi:
+        size = comm.Get_size() if hasattr(comm, "Get_size") else None
+        if size == 1:
+            return None
+        raise RuntimeError(
+            f"comm={comm!r} spans {size} ranks but this monoprop build has no MPI "
+            "(monoprop.has_mpi is False); pass comm=None, or rebuild with "
+            "pip install -C cmake.define.MONOPROP_MPI=ON '.[mpi]'."
+        )
+    try:
+        from mpi4py import MPI
+    except ImportError as error:  # pragma: no cover - the [mpi] extra installs it
+        raise RuntimeError(
+            "comm= needs mpi4py (pip install 'monoprop[mpi]'); pass comm=None to run serially."
+        ) from error
+    if not isinstance(comm, MPI.Comm):
+        raise TypeError(
+            f"comm must be an mpi4py communicator (MPI.COMM_WORLD, MPI.COMM_SELF, a Split, ...); "
+            f"got {comm!r}."
+        )
+    if comm == MPI.COMM_NULL:
+        raise ValueError("comm is MPI.COMM_NULL; pass a live communicator.")
+    ours, theirs = _core.mpi_library_version(), MPI.Get_library_version()
+    if ours.split("\n")[0].strip() != theirs.split("\n")[0].strip():
+        raise RuntimeError(
+            "monoprop and mpi4py use different MPI libraries, so they cannot share a "
+            f"communicator: monoprop has {ours.splitlines()[0]!r}, mpi4py has "
+            f"{theirs.splitlines()[0]!r}. Rebuild monoprop against the MPI mpi4py loads."
+        )
+    return MPI._addressof(comm)

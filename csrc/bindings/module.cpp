@@ -106,7 +106,9 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   m.attr("MAX_NUM_MODES") = kMaxNumModes;
-  m.attr("has_mpi") = false;
+  m.attr("has_mpi") = mpi::available();
+  m.def("mpi_library_version", &mpi::library_version,
+        "The MPI library this build links (empty without MPI), to compare with mpi4py's.");
   m.attr("__build_type__") = MONOPROP_BUILD_TYPE;
   m.def("thread_budget_from_environment", &thread_budget_from_environment,
         "The thread budget a propagator constructed now would take: monoprop_NUM_THREADS, parsed strictly, else "
@@ -140,7 +142,8 @@ PYBIND11_MODULE(_core, m) {
   cls.def(py::init([](const std::string& family, int num_modes, const SlotArray& slots, const OffsetArray& offsets,
                       const RealArray& coefficients, std::vector<int> occupied, std::optional<int> schrodinger_slots,
                       std::int64_t cutoff, const std::string& cutoff_type, std::optional<double> lower,
-                      std::optional<double> upper, std::optional<BasisChange> basis_change) {
+                      std::optional<double> upper, std::optional<BasisChange> basis_change,
+                      std::optional<std::uintptr_t> comm_handle) {
             Config config;
             config.family = family == "pauli" ? Family::Pauli : Family::Majorana;
             config.num_modes = num_modes;
@@ -148,12 +151,19 @@ PYBIND11_MODULE(_core, m) {
             config.occupied = std::move(occupied);
             config.schrodinger_cutoff = schrodinger_slots;
             config.truncation = {cutoff, parse_cutoff_type(cutoff_type), lower, upper};
+            // The address of an mpi4py communicator's MPI_Comm (MPI._addressof).
+            if (comm_handle) config.comm = mpi::Comm::from_handle(reinterpret_cast<const void*>(*comm_handle));
             return make_propagator(std::move(config), basis_change.value_or(BasisChange{}));
           }),
           py::arg("family"), py::arg("num_modes"), py::arg("slots"), py::arg("offsets"), py::arg("coefficients"),
           py::arg("occupied"), py::arg("schrodinger_slots"), py::arg("cutoff"), py::arg("cutoff_type"),
-          py::arg("lower_atol"), py::arg("upper_atol"), py::arg("basis_change") = py::none());
+          py::arg("lower_atol"), py::arg("upper_atol"), py::arg("basis_change") = py::none(),
+          py::arg("comm_handle") = py::none());
 
+  cls.def_property_readonly("comm_rank", [](const MonomialPropagator& self) { return self.config().comm.rank(); });
+  cls.def_property_readonly("comm_size", [](const MonomialPropagator& self) { return self.config().comm.size(); });
+  cls.def_property_readonly("exchanged_bytes",
+                            [](const MonomialPropagator& self) { return self.config().comm.bytes_sent(); });
   cls.def("clone", &MonomialPropagator::clone_, py::call_guard<py::gil_scoped_release>());
   cls.def("propagate", [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
                           const RealArray& coefficients, const IndexArray& parameters, const IndexArray& gates,

@@ -29,7 +29,7 @@ struct MajoranaAlgebra {
     // the parity of the swaps needed to sort m_P m_G.
     Monomial<W> below_parity;
     int length;
-    std::array<int, W> active;  // words where the generator has factors
+    std::array<int, W> active{};  // words where the generator has factors
     int n_active = 0;
 
     explicit Generator(const Monomial<W>& g) : bits(g), length(g.length()) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "algebra.h"
+#include "comm.h"
 #include "errors.h"
 #include "graph.h"
 
@@ -65,6 +66,9 @@ struct Config {
   std::vector<int> occupied;              // reference product state
   std::optional<int> schrodinger_cutoff;  // in slots
   Truncation truncation;
+  // The ranks the operator is distributed over (default: one, no MPI).
+  // Every rank constructs with the same arguments and keeps its own terms.
+  mpi::Comm comm;
 };
 
 // Terms held, decoded: slots of term t are slots[offsets[t] .. offsets[t+1]).
@@ -202,10 +206,14 @@ class MonomialPropagator {
 
   // Runs an operation: argument and usage errors, and the shard ceiling, are
   // raised before anything changes and leave the propagator usable; any other
-  // failure leaves it invalid.
+  // failure leaves it invalid. With more than one rank the other ranks could
+  // not be told, so any failure but an argument or usage error (which every
+  // rank raises alike, before communicating) prints the rank and the error
+  // and aborts them all.
   template <typename F>
   auto guarded(const char* operation, F&& body) const -> decltype(body()) {
     check_valid();
+    config_.comm.check_thread(operation);
     const Busy busy(busy_, operation);  // refuses a concurrent or reentrant call
     try {
       return body();
@@ -213,12 +221,13 @@ class MonomialPropagator {
       throw;
     } catch (const UsageError&) {
       throw;
-    } catch (const ShardCeilingError&) {
-      throw;
     } catch (const std::exception& e) {
-      invalid_reason_ = std::string(operation) + " failed part-way (" + e.what() + ").";
+      if (config_.comm.distributed()) config_.comm.abort(std::string(operation) + " failed: " + e.what());
+      if (!dynamic_cast<const ShardCeilingError*>(&e))
+        invalid_reason_ = std::string(operation) + " failed part-way (" + e.what() + ").";
       throw;
     } catch (...) {
+      if (config_.comm.distributed()) config_.comm.abort(std::string(operation) + " failed.");
       invalid_reason_ = std::string(operation) + " failed part-way.";
       throw;
     }

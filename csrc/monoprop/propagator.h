@@ -9,6 +9,12 @@
 // way. Replays need no routing: a pair that spans two shards is replayed by
 // one thread, which reads and writes the other shard's coefficient directly
 // (no other thread touches that slot in that layer).
+//
+// With MPI the ranks compose with the shards (see routing.h): a rank asks the
+// peer that owns a partner through the communicator, and entries that span
+// two ranks are recorded on both (remote.h) and replayed by exchanging their
+// inputs with the peer, layer by layer. The team's primary thread makes
+// every MPI call while the others wait at a barrier.
 #pragma once
 
 #include <cmath>
@@ -19,6 +25,8 @@
 
 #include "graph.h"
 #include "monomial_propagator.h"
+#include "remote.h"
+#include "routing.h"
 #include "store.h"
 #include "team.h"
 
@@ -96,6 +104,25 @@ class Propagator final : public MonomialPropagator {
     std::int8_t sign;
     Answer answer;
   };
+  // What travels to the rank that owns a partner, and what that rank keeps
+  // about each lookup it received.
+  struct Wire {
+    Key partner;
+    double moved;
+  };
+  struct Incoming {
+    std::uint64_t hash;
+    std::uint32_t found;
+    std::int32_t shard;
+    Answer answer;
+  };
+  // A rank's side of one layer's exchange of lookups, by peer rank.
+  struct Exchange {
+    std::vector<std::vector<Wire>> out;
+    std::vector<std::vector<std::byte>> in;  // Wire records from each peer
+    std::vector<std::vector<Incoming>> incoming;
+    std::vector<std::vector<Answer>> answers_out, answers_in;
+  };
   // One shard: its terms and everything indexed by their slots.
   struct Shard {
     Keys keys;
@@ -107,7 +134,8 @@ class Propagator final : public MonomialPropagator {
     GraphLayer scratch;
     std::vector<std::uint32_t> births;
     std::vector<std::int8_t> birth_signs;
-    std::vector<std::vector<Query>> outbox;
+    std::vector<std::vector<Query>> outbox;  // by destination shard
+    std::vector<std::vector<Query>> remote_out;  // by destination rank (sized by release_exchange)
     // Replay buffers, kept across calls: a VQE loop replays thousands of
     // times and fresh pages would cost more than the sweep.
     mutable std::vector<double> c, tape, state, weights;
@@ -120,15 +148,16 @@ class Propagator final : public MonomialPropagator {
       births = {};
       birth_signs = {};
       for (auto& out : outbox) out = {};
+      for (auto& out : remote_out) out = {};
     }
   };
 
   int threads() const { return num_threads_; }
-  // The shard that owns a monomial of hash h.
-  int owner(std::uint64_t h) const {
-    const auto mixed = static_cast<std::uint32_t>(h ^ (h >> 32));
-    return static_cast<int>((std::uint64_t{mixed} * static_cast<std::uint64_t>(threads())) >> 32);
-  }
+  // The shard, within its rank, that owns a monomial of hash h.
+  int owner(std::uint64_t h) const { return routing_.shard_of(h); }
+  bool held_here(const Key& key) const { return routing_.rank_of(key.words.data(), W, key.hash()) == rank_; }
+  // The peers a layer's lookups go to (none when they all stay on this rank).
+  std::vector<int> peers_of(const Key& generator) const;
   std::size_t total_size() const;
   const Graph& layers() const { return shards_[0].graph; }  // metadata is the same in every shard
   Key key_of(const std::vector<std::uint32_t>& slots) const;
@@ -150,11 +179,25 @@ class Propagator final : public MonomialPropagator {
   // Team members: thread t, on shard t.
   // One layer on the current stores; `work` (each shard's `work` vector, whose
   // data pointers are `c`) is rotated when given; see graph.h for what is recorded.
+  // `remote` is what the layer shares with other ranks (the primary fills it).
   void apply_layer(int t, Team& team, const Key& generator, double phi, double** c, GraphLayer* record,
-                   std::optional<int> only_rotate_len_k);
+                   RemoteLayer& remote, std::optional<int> only_rotate_len_k);
+  // Steps of apply_layer that talk to the layer's `peers` (ascending ranks).
+  void send_lookups(const std::vector<int>& peers);
+  void sort_incoming(int t, const std::vector<int>& peers);
+  std::size_t resolve_incoming(int t, const std::vector<int>& peers, bool informed);
+  void answer_lookups(const std::vector<int>& peers, const Key& generator, std::optional<int> k, RemoteLayer& remote);
   void apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
                      std::int32_t parameter_shift, std::int32_t gate_shift, double** c, Graph* record,
-                     std::optional<int> k);
+                     std::vector<RemoteLayer>* remote_record, std::optional<int> k);
+  // A remote layer forward (exchanging inputs) and backwards (exchanging
+  // states); `ours` and `theirs` hold both sides' inputs, `swap` 4 doubles per entry.
+  void remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* c,
+                   double* ours, double* theirs, double pare) const;
+  double remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* state,
+                          const double* ours, const double* theirs, double* swap, double pare) const;
+  // One COMMROUTE line when a circuit's rank shifts leave ranks empty.
+  void report_routing(const CircuitSpec& circuit) const;
   // Replays the graph on shard buffers `out` (c per shard, pointers in `c`).
   void replay(int t, Team& team, std::vector<double>& out, double** c, const double* theta, std::vector<double>* tape,
               double pare, const std::int32_t* layer_parameters) const;
@@ -162,10 +205,27 @@ class Propagator final : public MonomialPropagator {
   void replay_all(const std::vector<double>& parameters) const;
   const std::vector<double>& weights(int t) const;
   void expand_reference_state(int max_pairs);
+  // Gives back what only a build uses; sizes the per-shard and per-rank lists.
+  void release_exchange();
   // Drops every term appended since `sizes` (a refused operation).
   void truncate_to(const std::vector<std::size_t>& sizes);
 
+  // The part of thread t's range [lo, hi) of n entries.
+  std::pair<std::size_t, std::size_t> chunk(int t, std::size_t n) const {
+    const auto T = static_cast<std::size_t>(threads());
+    return {n * static_cast<std::size_t>(t) / T, n * (static_cast<std::size_t>(t) + 1) / T};
+  }
+
   std::vector<Shard> shards_;
+  Routing routing_;
+  int rank_ = 0;
+  std::vector<RemoteLayer> remote_;  // aligned with the graph's layers
+  std::size_t remote_entries_ = 0;   // over all layers of remote_
+  Exchange exchange_;                // scratch of the layer being built, by peer rank
+  RemoteLayer remote_scratch_;
+  std::vector<double> remote_values_;           // scratch of a rotation in a build
+  mutable std::vector<double> ours_, theirs_, swap_;  // replay exchange buffers
+  mutable bool routing_reported_ = false;
   double core_ = 0.0;     // Heisenberg identity term, kept apart
   Key occupied_;          // even slot of each occupied mode
   Keys observable_keys_;  // Schrodinger observable, whole on every shard's view

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <type_traits>
 
@@ -18,8 +19,10 @@ inline std::int32_t mapped_count(const std::vector<std::int32_t>& mapping) {
 template <typename A, int W, typename I>
 Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis)
     : MonomialPropagator(std::move(config), std::move(basis_change), logical_num_modes, basis),
-      shards_(static_cast<std::size_t>(num_threads_)) {
-  for (Shard& shard : shards_) shard.outbox.resize(shards_.size());
+      shards_(static_cast<std::size_t>(num_threads_)),
+      routing_((config_.comm.check_thread("construction"), config_.comm), num_threads_, 2 * config_.num_modes),
+      rank_(config_.comm.rank()) {
+  release_exchange();
   const int n = config_.num_modes;
   for (const int mode : config_.occupied) {
     if (mode < 0 || mode >= n)
@@ -44,6 +47,7 @@ Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int log
 
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::accumulate(const Key& key, double h) {
+  if (!held_here(key)) return;  // another rank's term
   Shard& shard = shards_[owner(key.hash())];
   accumulate(shard.keys, shard.base, key, h);
 }
@@ -125,10 +129,12 @@ void Propagator<A, W, I>::expand_reference_state(int max_pairs) {
       k.set(2 * static_cast<std::uint32_t>(m));
       k.set(2 * static_cast<std::uint32_t>(m) + 1);
     }
-    Shard& shard = shards_[owner(k.hash())];
-    shard.keys.reserve_for(1);
-    shard.keys.append(k);
-    shard.base.push_back(A::reference_overlap(k, occupied_));
+    if (held_here(k)) {
+      Shard& shard = shards_[owner(k.hash())];
+      shard.keys.reserve_for(1);
+      shard.keys.append(k);
+      shard.base.push_back(A::reference_overlap(k, occupied_));
+    }
     if (static_cast<int>(modes.size()) == max_pairs) return;
     for (int m = next; m < n; ++m) {
       modes.push_back(m);
@@ -208,10 +214,14 @@ bool Propagator<A, W, I>::keep_partner(const Key& partner, bool informed, double
 
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, double phi, double** c,
-                                      GraphLayer* record, std::optional<int> k) {
+                                      GraphLayer* record, RemoteLayer& remote, std::optional<int> k) {
   const Gen gen(generator);
   const double sn = std::sin(phi);
   const bool informed = c != nullptr;
+  if (t == 0) {  // what the last layer shared with other ranks is recorded by now
+    remote.blocks.clear();
+    remote.entries = 0;
+  }
   Shard& me = shards_[t];
   Keys& keys = me.keys;
   const std::size_t n = keys.size();
@@ -220,6 +230,12 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, d
   me.births.clear();
   me.birth_signs.clear();
   for (auto& out : me.outbox) out.clear();
+  for (auto& out : me.remote_out) out.clear();
+  // Linear routing sends every lookup of a layer to one peer (or none);
+  // splitmix routing may send to any rank.
+  const std::vector<int> peers = peers_of(generator);
+  const bool linear = routing_.linear();
+  const int peer = linear && !peers.empty() ? peers[0] : rank_;
 
   // 1. Scan: classify every anticommuting term before anything changes.
   // Terms go in blocks: first the partners' hashes (and a prefetch of their
@@ -261,6 +277,12 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, d
       cand.hash = cand.partner.hash();
       cand.slot = hits[e];
       cand.sign = static_cast<std::int8_t>(A::anticommuting_sign(p, gen));
+      const int r = peers.empty() ? rank_ : linear ? peer : routing_.spread_rank(cand.hash);
+      if (r != rank_) {
+        const double moved = informed ? std::abs(sn * c[t][cand.slot]) : 0.0;
+        me.remote_out[r].push_back({cand.partner, cand.hash, moved, cand.slot, 0, cand.sign, Answer::Dropped});
+        continue;
+      }
       const int s = owner(cand.hash);
       if (s != t) {
         const double moved = informed ? std::abs(sn * c[t][cand.slot]) : 0.0;
@@ -299,11 +321,20 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, d
     }
   }
   team.sync(t);
+  // The primary sends the lookups to their ranks; each thread then finds
+  // the shards of its part of what arrived.
+  if (!peers.empty()) {
+    if (t == 0) send_lookups(peers);
+    team.sync(t);
+    sort_incoming(t, peers);
+    team.sync(t);
+  }
 
   // 2. Resolve what the other shards asked, in ascending source order, then
-  // append the births: local first, then for each source in order. A shard
-  // that would cross its ceiling refuses before appending; the caller then
-  // rolls every shard back to where the call began.
+  // what other ranks asked, by ascending rank, then append the births:
+  // local first, then for each source in the same order. A shard that would
+  // cross its ceiling refuses before appending; the caller then rolls every
+  // shard back to where the call began.
   std::size_t born = me.births.size();
   for (int src = 0; src < threads(); ++src) {
     if (src == t) continue;
@@ -329,6 +360,7 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, d
       }
     }
   }
+  if (!peers.empty()) born += resolve_incoming(t, peers, informed);
   keys.reserve_for(born);
   // A birth is a rotation whose partner starts at zero in every replay:
   // recording it as a pair lets the reverse sweep invert it instead of taping it.
@@ -342,11 +374,24 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, d
     for (Query& q : shards_[src].outbox[t])
       if (q.answer == Answer::Born) q.found = keys.append(q.partner, q.hash);
   }
+  for (const int r : peers) {
+    const auto* wire = reinterpret_cast<const Wire*>(exchange_.in[r].data());
+    for (std::size_t e = 0; e < exchange_.incoming[r].size(); ++e) {
+      Incoming& in = exchange_.incoming[r][e];
+      if (in.shard == t && in.answer == Answer::Born) in.found = keys.append(wire[e].partner, in.hash);
+    }
+  }
   if (c) {
     me.work.resize(keys.size(), 0.0);
     c[t] = me.work.data();
   }
   team.sync(t);
+  // The answers go back to the asking ranks, and both sides record the
+  // entries they share in the same order.
+  if (!peers.empty()) {
+    if (t == 0) answer_lookups(peers, generator, k, remote);
+    team.sync(t);
+  }
 
   // 3. Answers back. A pair between two held terms is recorded once: both
   // asked, and the one whose partner holds the generator's top slot records
@@ -374,7 +419,18 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, d
       }
     }
   }
-  if (c) rotate_layer(L, phi, c, t);
+  for (const int r : peers)
+    for (const Query& q : me.remote_out[r])
+      if (q.answer == Answer::Dropped) L.cos_only.push_back(q.slot);
+  if (c) {
+    rotate_layer(L, phi, c, t);
+    if (!remote.empty()) {
+      if (t == 0) remote_values_.resize(2 * remote.entries);
+      team.sync(t);
+      double* ours = remote_values_.data();
+      remote_step(t, team, remote, std::cos(phi), sn, c, ours, ours + remote.entries, 0.0);
+    }
+  }
   // Sized to fit: the scratch keeps its capacity for the next layer.
   if (record) record->copy_entries_from(L);
   // The next scan reads coefficients that other threads' cross entries may
@@ -382,11 +438,201 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, d
   if (c) team.sync(t);
 }
 
+template <typename A, int W, typename I>
+std::vector<int> Propagator<A, W, I>::peers_of(const Key& generator) const {
+  std::vector<int> peers;
+  if (routing_.ranks() == 1) return peers;
+  if (routing_.linear()) {
+    if (const auto shift = routing_.shift(generator.words.data(), W)) peers.push_back(rank_ ^ static_cast<int>(shift));
+    return peers;
+  }
+  for (int r = 0; r < routing_.ranks(); ++r)
+    if (r != rank_) peers.push_back(r);
+  return peers;
+}
+
+// Primary: every shard's lookups for each peer, in shard order, go out; what
+// the peers asked comes in.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::send_lookups(const std::vector<int>& peers) {
+  Exchange& x = exchange_;
+  std::vector<mpi::Parcel> parcels;
+  for (const int r : peers) {
+    std::vector<Wire>& out = x.out[r];
+    out.clear();
+    for (const Shard& shard : shards_)
+      for (const Query& q : shard.remote_out[r]) out.push_back({q.partner, q.moved});
+    parcels.push_back({r, out.data(), out.size(), nullptr, 0, &x.in[r]});
+  }
+  config_.comm.exchange(parcels, sizeof(Wire));
+  for (const int r : peers) x.incoming[r].resize(x.in[r].size() / sizeof(Wire));
+}
+
+// Thread t hashes its part of the incoming lookups to find their shards.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::sort_incoming(int t, const std::vector<int>& peers) {
+  for (const int r : peers) {
+    const auto* wire = reinterpret_cast<const Wire*>(exchange_.in[r].data());
+    std::vector<Incoming>& incoming = exchange_.incoming[r];
+    const auto [lo, hi] = chunk(t, incoming.size());
+    for (std::size_t e = lo; e < hi; ++e) {
+      const std::uint64_t h = wire[e].partner.hash();
+      incoming[e] = {h, 0, owner(h), Answer::Dropped};
+    }
+  }
+}
+
+// Thread t looks up the incoming lookups its shard owns; returns the births.
+template <typename A, int W, typename I>
+std::size_t Propagator<A, W, I>::resolve_incoming(int t, const std::vector<int>& peers, bool informed) {
+  const Keys& keys = shards_[t].keys;
+  std::size_t born = 0;
+  for (const int r : peers) {
+    const auto* wire = reinterpret_cast<const Wire*>(exchange_.in[r].data());
+    std::vector<Incoming>& incoming = exchange_.incoming[r];
+    for (std::size_t e = 0; e < incoming.size(); ++e) {
+      Incoming& in = incoming[e];
+      if (in.shard != t) continue;
+      const auto j = keys.find(wire[e].partner, in.hash);
+      if (j != Keys::kEmpty) {
+        in.answer = Answer::Found;
+        in.found = static_cast<std::uint32_t>(j);
+      } else if (keep_partner(wire[e].partner, informed, wire[e].moved)) {
+        in.answer = Answer::Born;
+        ++born;
+      }
+    }
+  }
+  return born;
+}
+
+// Primary: answers go back to the asking ranks, and the entries this rank
+// shares with each peer are recorded in the canonical order (remote.h).
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::answer_lookups(const std::vector<int>& peers, const Key& generator, std::optional<int> k,
+                                         RemoteLayer& remote) {
+  Exchange& x = exchange_;
+  const Gen gen(generator);
+  std::vector<mpi::Parcel> parcels;
+  for (const int r : peers) {
+    x.answers_out[r].clear();
+    for (const Incoming& in : x.incoming[r]) x.answers_out[r].push_back(in.answer);
+    x.answers_in[r].resize(x.out[r].size());
+    parcels.push_back({r, x.answers_out[r].data(), x.answers_out[r].size(), x.answers_in[r].data(), x.out[r].size(),
+                       nullptr});
+  }
+  config_.comm.exchange(parcels, sizeof(Answer));
+
+  std::uint32_t top = 0;  // the generator's top slot decides who records a pair both asked about
+  for (int w = W; w-- > 0;)
+    if (generator.words[w]) {
+      top = static_cast<std::uint32_t>(64 * w + 63 - std::countl_zero(generator.words[w]));
+      break;
+    }
+  auto half = [&](const Key& partner) { return k && partner.length() > *k; };
+  remote.blocks.clear();
+  remote.entries = 0;
+  for (const int r : peers) {
+    RemoteBlock b;
+    b.peer = r;
+    b.counts = rank_ < r;
+    auto add = [&](std::size_t shard, std::uint32_t slot, int code) {
+      b.shards.push_back(static_cast<std::uint32_t>(shard));
+      b.slots.push_back(slot);
+      b.codes.push_back(static_cast<std::int8_t>(code));
+    };
+    auto asked = [&] {  // what this rank asked r, in shard order
+      std::size_t e = 0;
+      for (std::size_t s = 0; s < shards_.size(); ++s)
+        for (Query& q : shards_[s].remote_out[r]) {
+          q.answer = x.answers_in[r][e++];
+          if (q.answer == Answer::Found && half(q.partner))
+            add(s, q.slot, 2 * q.sign);
+          else if (q.answer == Answer::Born || (q.answer == Answer::Found && q.partner.test(top)))
+            add(s, q.slot, q.sign);
+        }
+    };
+    auto answered = [&] {  // what r asked this rank, in r's order
+      const auto* wire = reinterpret_cast<const Wire*>(x.in[r].data());
+      for (std::size_t e = 0; e < x.incoming[r].size(); ++e) {
+        const Incoming& in = x.incoming[r][e];
+        if (in.answer == Answer::Dropped) continue;
+        const Key& mine = wire[e].partner;
+        const int sign = A::anticommuting_sign(mine ^ generator, gen);  // as the asker applies it
+        if (in.answer == Answer::Found && half(mine))
+          add(static_cast<std::size_t>(in.shard), in.found, 3 * sign);
+        else if (in.answer == Answer::Born || mine.test(top))
+          add(static_cast<std::size_t>(in.shard), in.found, -sign);
+      }
+    };
+    if (rank_ < r) {
+      asked();
+      answered();
+    } else {
+      answered();
+      asked();
+    }
+    if (b.size() == 0) continue;
+    b.start = remote.entries;
+    remote.entries += b.size();
+    remote.blocks.push_back(std::move(b));
+  }
+}
+
+// Forward through a remote layer: thread t sends its part of the entries'
+// inputs, the primary swaps them with the peers, and each thread updates
+// its part.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn,
+                                      double* const* c, double* ours, double* theirs, double pare) const {
+  const auto [lo, hi] = chunk(t, layer.entries);
+  for (const RemoteBlock& b : layer.blocks) {
+    const std::size_t from = std::max(lo, b.start), to = std::min(hi, b.start + b.size());
+    for (std::size_t i = from; i < to; ++i) ours[i] = c[b.shards[i - b.start]][b.slots[i - b.start]];
+  }
+  team.sync(t);
+  if (t == 0) {
+    std::vector<mpi::Parcel> parcels;
+    for (const RemoteBlock& b : layer.blocks)
+      parcels.push_back({b.peer, ours + b.start, b.size(), theirs + b.start, b.size(), nullptr});
+    config_.comm.exchange(parcels, sizeof(double));
+  }
+  team.sync(t);
+  remote_forward(layer, lo, hi, cs, sn, c, theirs, pare);
+}
+
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn,
+                                             double* const* state, const double* ours, const double* theirs,
+                                             double* swap, double pare) const {
+  const auto [lo, hi] = chunk(t, layer.entries);
+  double* send = swap;
+  double* received = swap + 2 * layer.entries;
+  for (const RemoteBlock& b : layer.blocks) {
+    const std::size_t from = std::max(lo, b.start), to = std::min(hi, b.start + b.size());
+    for (std::size_t i = from; i < to; ++i) {
+      const double* own = state[b.shards[i - b.start]] + 2 * std::size_t{b.slots[i - b.start]};
+      send[2 * i] = own[0];
+      send[2 * i + 1] = own[1];
+    }
+  }
+  team.sync(t);
+  if (t == 0) {
+    std::vector<mpi::Parcel> parcels;
+    for (const RemoteBlock& b : layer.blocks)
+      parcels.push_back({b.peer, send + 2 * b.start, b.size(), received + 2 * b.start, b.size(), nullptr});
+    config_.comm.exchange(parcels, 2 * sizeof(double));
+  }
+  team.sync(t);
+  return remote_adjoint(layer, lo, hi, cs, sn, state, received, ours, theirs, pare);
+}
+
 // Applies a circuit's layers in application order, reporting progress.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
                                         std::int32_t parameter_shift, std::int32_t gate_shift, double** c,
-                                        Graph* record, std::optional<int> k) {
+                                        Graph* record, std::vector<RemoteLayer>* remote_record,
+                                        std::optional<int> k) {
   const auto order = application_order(circuit);
   for (std::size_t l = 0; l < order.size(); ++l) {
     const LayerSpec& layer = *order[l];
@@ -398,11 +644,45 @@ void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitSpec& ci
       rec->frequency = frequency(layer);
     }
     const double phi = theta ? frequency(layer) * (*theta)[layer.parameter + parameter_shift] : 0.0;
-    apply_layer(t, team, key_of(layer.slots), phi, c, rec, k);
-    if (t != 0) continue;  // the primary thread reports
+    apply_layer(t, team, key_of(layer.slots), phi, c, rec, remote_scratch_, k);
+    if (t != 0) continue;  // the primary thread records what spans ranks, and reports
+    if (remote_record) remote_record->push_back(remote_scratch_);
     if (l == 0) maybe_fault(record ? "build_graph" : "propagate");
     if (progress_) progress_(l + 1, order.size(), total_size());
   }
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::report_routing(const CircuitSpec& circuit) const {
+  if (routing_reported_ || routing_.bits() == 0) return;
+  std::vector<std::uint64_t> shifts;
+  for (const LayerSpec& layer : circuit.layers) shifts.push_back(routing_.shift(key_of(layer.slots).words.data(), W));
+  const int spanned = Routing::span(shifts);
+  if (spanned >= routing_.bits()) return;
+  routing_reported_ = true;
+  if (rank_ == 0)
+    std::fprintf(stderr,
+                 "COMMROUTE: the circuit's rank shifts span %d of %d routing bits, so the terms of one rank reach "
+                 "only %lld of the %d ranks and some ranks stay empty.\n",
+                 spanned, routing_.bits(), 1LL << spanned, routing_.ranks());
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::release_exchange() {
+  const auto ranks = static_cast<std::size_t>(routing_.ranks());
+  for (Shard& shard : shards_) {
+    shard.release_scratch();
+    shard.outbox.resize(shards_.size());
+    shard.remote_out.resize(ranks);
+  }
+  exchange_ = {};
+  exchange_.out.resize(ranks);
+  exchange_.in.resize(ranks);
+  exchange_.incoming.resize(ranks);
+  exchange_.answers_out.resize(ranks);
+  exchange_.answers_in.resize(ranks);
+  remote_scratch_ = {};
+  remote_values_ = {};
 }
 
 template <typename A, int W, typename I>
@@ -426,6 +706,7 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
     throw UsageError("The length of parameters (" + std::to_string(parameters.size()) +
                      ") must be the same as max(parameter_mapping)+1 (" + std::to_string(circuit.n_parameters) + ").");
   guarded("propagate", [&] {
+    report_routing(circuit);
     std::vector<std::size_t> before;
     for (const Shard& shard : shards_) before.push_back(shard.keys.size());
     // Each shard works on a copy, committed only when every layer went through:
@@ -436,7 +717,7 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
         shards_[t].work = shards_[t].base;
         c[t] = shards_[t].work.data();
         team.sync(t);
-        apply_circuit(t, team, circuit, &parameters, 0, 0, c.data(), nullptr, k);
+        apply_circuit(t, team, circuit, &parameters, 0, 0, c.data(), nullptr, nullptr, k);
       });
     } catch (const ShardCeilingError&) {
       truncate_to(before);
@@ -444,10 +725,10 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
     }
     for (Shard& shard : shards_) {
       shard.base.swap(shard.work);
-      shard.release_scratch();
       shard.n_base = shard.keys.size();
       shard.weights_stale = true;
     }
+    release_exchange();
     ++generation_;
   });
 }
@@ -476,13 +757,15 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
     std::vector<std::size_t> before;
     for (const Shard& shard : shards_) before.push_back(shard.keys.size());
     std::vector<Graph> added(shards_.size());
+    std::vector<RemoteLayer> added_remote;
     std::vector<double*> c(shards_.size());
+    report_routing(circuit);
     try {
       Team::run(threads(), [&](int t, Team& team) {
         // With a seed, the operand at the seed steers truncation.
         if (seed) replay(t, team, shards_[t].work, c.data(), old_theta.data(), nullptr, 0.0, nullptr);
         apply_circuit(t, team, circuit, seed ? &*seed : nullptr, new_shift, new_gate_shift, seed ? c.data() : nullptr,
-                      &added[t], k);
+                      &added[t], &added_remote, k);
       });
     } catch (const ShardCeilingError&) {
       truncate_to(before);
@@ -496,8 +779,13 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
       }
       for (GraphLayer& layer : added[s]) shard.graph.push_back(std::move(layer));
       shard.base.resize(shard.keys.size(), 0.0);
-      shard.release_scratch();
       shard.weights_stale = true;
+    }
+    release_exchange();
+    for (RemoteLayer& layer : added_remote) {
+      layer.offset = remote_entries_;
+      remote_entries_ += layer.entries;
+      remote_.push_back(std::move(layer));
     }
     n_parameters_ = total;
     n_gates_ += circuit.n_gates;
@@ -518,12 +806,20 @@ void Propagator<A, W, I>::replay(int t, Team& team, std::vector<double>& out, do
     tape->resize(n);
     tp = tape->data();
   }
-  if (t == 0) maybe_fault("evaluate");
+  if (t == 0) {
+    maybe_fault("evaluate");
+    // Both sides' inputs of every remote entry: the remote part of the tape.
+    ours_.resize(remote_entries_);
+    theirs_.resize(remote_entries_);
+  }
   team.sync(t);  // every shard's buffer is in place before cross entries reach into it
   for (std::size_t l = 0; l < me.graph.size(); ++l) {
     const GraphLayer& layer = me.graph[l];
     const double phi = layer.frequency * theta[layer_parameters ? layer_parameters[l] : layer.parameter];
-    tp = forward_layer(layer, std::cos(phi), std::sin(phi), c, t, tp, pare);
+    const double cs = std::cos(phi), sn = std::sin(phi);
+    tp = forward_layer(layer, cs, sn, c, t, tp, pare);
+    if (const RemoteLayer& remote = remote_[l]; !remote.empty())
+      remote_step(t, team, remote, cs, sn, c, ours_.data() + remote.offset, theirs_.data() + remote.offset, pare);
     team.sync(t);
   }
 }
@@ -571,6 +867,7 @@ double Propagator<A, W, I>::expectation_value(const std::vector<double>& paramet
     });
     double f = 0.0;  // ascending shard order: bitwise reproducible for a fixed T
     for (const double part : partial) f += part;
+    config_.comm.sum(&f, 1);  // then over the ranks
     return f + core_;
   });
 }
@@ -601,11 +898,20 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
       state[t] = me.state.data();
       dphi[t].assign(L, 0.0);
       const double* tp = me.tape.data() + me.tape.size();
+      if (t == 0) {
+        std::size_t widest = 0;
+        for (const RemoteLayer& remote : remote_) widest = std::max(widest, remote.entries);
+        swap_.resize(4 * widest);
+      }
       team.sync(t);
       for (std::size_t l = L; l-- > 0;) {
         const GraphLayer& layer = me.graph[l];
         const double phi = layer.frequency * parameters[lp ? lp[l] : layer.parameter];
-        dphi[t][l] = adjoint_layer(layer, std::cos(phi), std::sin(phi), state.data(), t, tp, pare);
+        const double cs = std::cos(phi), sn = std::sin(phi);
+        dphi[t][l] = adjoint_layer(layer, cs, sn, state.data(), t, tp, pare);
+        if (const RemoteLayer& remote = remote_[l]; !remote.empty())
+          dphi[t][l] += remote_step_back(t, team, remote, cs, sn, state.data(), ours_.data() + remote.offset,
+                                         theirs_.data() + remote.offset, swap_.data(), pare);
         team.sync(t);
       }
     });
@@ -619,6 +925,11 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
     }
     double f = 0.0;
     for (const double part : partial) f += part;
+    // Then over the ranks, in one reduction.
+    gradient.push_back(f);
+    config_.comm.sum(gradient.data(), gradient.size());
+    f = gradient.back();
+    gradient.pop_back();
     return f + core_;
   });
 }
@@ -639,6 +950,8 @@ std::vector<double> Propagator<A, W, I>::contract(const std::vector<double>& par
       shard.graph.clear();
       shard.n_base = shard.keys.size();
     }
+    remote_.clear();
+    remote_entries_ = 0;
     n_parameters_ = 0;
     n_gates_ = 0;
     ++generation_;
@@ -658,7 +971,8 @@ TermList Propagator<A, W, I>::evolved_terms(const std::vector<double>& parameter
     out.offsets.push_back(out.slots.size());
     out.coefficients.push_back(h);
   };
-  if (!schrodinger() && (atol == 0.0 || std::abs(core_) >= atol)) emit(Key{}, core_);
+  // The identity term is replicated: rank 0 reports it, so that the ranks' terms add up.
+  if (!schrodinger() && rank_ == 0 && (atol == 0.0 || std::abs(core_) >= atol)) emit(Key{}, core_);
   for (const Shard& shard : shards_)  // each shard decoded with its own index
     for (std::size_t i = 0; i < shard.c.size(); ++i)
       if (atol == 0.0 || std::abs(shard.c[i]) >= atol) emit(shard.keys.key(i), shard.c[i]);
@@ -673,16 +987,22 @@ std::vector<double> Propagator<A, W, I>::coefficients_of(const std::vector<Term>
   for (const Term& t : terms) keys.push_back(key_of(t.slots));
   check_parameters(parameters, n_parameters_);
   guarded("evaluate", [&] { replay_all(parameters); });
+  // Each term from the rank that holds it; the sum over ranks adds zeros only.
   std::vector<double> out;
   for (const Key& key : keys) {
     if (!schrodinger() && key.is_identity()) {
-      out.push_back(core_);
+      out.push_back(rank_ == 0 ? core_ : 0.0);
+      continue;
+    }
+    if (!held_here(key)) {
+      out.push_back(0.0);
       continue;
     }
     const Shard& shard = shards_[owner(key.hash())];
     const auto slot = shard.keys.find(key);
     out.push_back(slot == Keys::kEmpty ? 0.0 : shard.c[slot]);
   }
+  config_.comm.sum(out.data(), out.size());
   return out;
 }
 
@@ -705,18 +1025,29 @@ std::size_t Propagator<A, W, I>::apply_initial_operator_(const std::vector<Term>
   std::vector<std::vector<std::pair<std::size_t, double>>> slots(shards_.size());
   std::optional<double> core;
   std::size_t held = 0;
-  for (const auto& [key, h] : keyed) {
+  // The first term no rank holds, agreed on by all ranks before any changes.
+  std::uint64_t missing = ~std::uint64_t{0};
+  for (std::size_t i = 0; i < keyed.size() && missing == ~std::uint64_t{0}; ++i) {
+    const auto& [key, h] = keyed[i];
     if (key.is_identity()) {
       core = h;
       continue;
     }
+    if (!held_here(key)) continue;
     const int s = owner(key.hash());
     const auto slot = shards_[s].keys.find(key);
-    if (slot == Keys::kEmpty || slot >= shards_[s].n_base)
-      throw UsageError("Operator term " + describe(key) + " not found in the operator.");
+    if (slot == Keys::kEmpty || slot >= shards_[s].n_base) {
+      missing = i;
+      break;
+    }
     slots[s].emplace_back(slot, h);
     ++held;
   }
+  std::uint64_t first = ~missing;  // the maximum of the complements is the minimum
+  config_.comm.max(&first, 1);
+  if (first != 0)
+    throw UsageError("Operator term " + describe(keyed[static_cast<std::size_t>(~first)].first) +
+                     " not found in the operator.");
   Team::run(threads(), [&](int t, Team&) {
     Shard& me = shards_[t];
     std::fill(me.base.begin(), me.base.end(), 0.0);
@@ -737,6 +1068,10 @@ std::pair<std::size_t, std::size_t> Propagator<A, W, I>::graph_size() const {
       cos_only += layer.cos_only.size();
       cycles += layer.n_rotations();
     }
+  // An entry that spans two ranks counts on the lower one: the ranks' sizes add up.
+  for (const RemoteLayer& layer : remote_)
+    for (const RemoteBlock& b : layer.blocks)
+      if (b.counts) cycles += b.size();
   return {cos_only, cycles};
 }
 
@@ -793,6 +1128,8 @@ MemoryUsage Propagator<A, W, I>::memory() const {
                  shard.scratch.bytes() + shard.births.capacity() * 4 + shard.birth_signs.capacity() +
                  queries * sizeof(Query);
   }
+  for (const RemoteLayer& layer : remote_) m.graph += layer.bytes();
+  m.buffers += (ours_.capacity() + theirs_.capacity() + swap_.capacity()) * sizeof(double);
   m.buffers += observable_keys_.key_bytes() + observable_keys_.index_bytes();
   return m;
 }

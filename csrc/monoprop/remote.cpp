@@ -1,0 +1,78 @@
+#include "remote.h"
+
+#include <algorithm>
+
+#include "rotation.h"
+
+namespace monoprop {
+namespace {
+using namespace rotation;
+
+// Calls f(block, i) for the entries i of each block that fall in [lo, hi) of the layer.
+template <typename F>
+void for_entries(const RemoteLayer& layer, std::size_t lo, std::size_t hi, F&& f) {
+  for (const RemoteBlock& b : layer.blocks) {
+    const std::size_t from = std::max(lo, b.start), to = std::min(hi, b.start + b.size());
+    for (std::size_t i = from; i < to; ++i) f(b, i - b.start, i);
+  }
+}
+}  // namespace
+
+void remote_forward(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn, double* const* c,
+                    const double* theirs, double pare) {
+  double* no_tape = nullptr;  // the exchange buffers are the tape
+  for_entries(layer, lo, hi, [&](const RemoteBlock& b, std::size_t e, std::size_t i) {
+    double& own = c[b.shards[e]][b.slots[e]];
+    double other = theirs[i];
+    const int code = b.codes[e];
+    const double s = code > 0 ? 1.0 : -1.0;
+    switch (code > 0 ? code : -code) {
+      case 1:
+        forward_pair(own, other, cs, sn, s, no_tape, pare);
+        break;
+      case 2:
+        forward_half(own, other, cs, sn, s, no_tape, pare);
+        break;
+      default:
+        forward_half(other, own, cs, sn, s, no_tape, pare);
+    }
+  });
+}
+
+double remote_adjoint(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn,
+                      double* const* state, const double* theirs_state, const double* ours_in,
+                      const double* theirs_in, double pare) {
+  double dphi = 0.0;
+  for_entries(layer, lo, hi, [&](const RemoteBlock& b, std::size_t e, std::size_t i) {
+    double* own = state[b.shards[e]] + 2 * std::size_t{b.slots[e]};
+    double other[2] = {theirs_state[2 * i], theirs_state[2 * i + 1]};
+    const int code = b.codes[e];
+    const double s = code > 0 ? 1.0 : -1.0;
+    double d;
+    switch (code > 0 ? code : -code) {
+      case 1: {
+        if (pare > 0.0) {
+          const double tape[2] = {ours_in[i], theirs_in[i]};
+          const double* t = tape + 2;
+          d = rewind_taped(own, other, cs, sn, s, t, pare);
+        } else {
+          d = rewind(own, other, cs, sn, s);
+        }
+        break;
+      }
+      case 2: {
+        const double* t = ours_in + i + 1;
+        d = rewind_half(own, other, cs, sn, s, t, pare);
+        break;
+      }
+      default: {
+        const double* t = theirs_in + i + 1;
+        d = rewind_half(other, own, cs, sn, s, t, pare);
+      }
+    }
+    if (b.counts) dphi += d;
+  });
+  return dphi;
+}
+
+}  // namespace monoprop

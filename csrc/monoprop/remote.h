@@ -1,0 +1,56 @@
+// Graph entries whose two terms live on different ranks (seed: "Rank
+// routing"). Both ranks record such an entry, each with its own term, in
+// the same canonical order: for ranks r < p, first the entries r asked p
+// about (in r's asking order), then those p asked r about. A replay then
+// needs no indices from the other side: each rank sends the inputs of its
+// terms in that order, receives its peer's, and updates its own terms.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace monoprop {
+
+// The entries one rank shares with one peer in one layer.
+struct RemoteBlock {
+  int peer = 0;
+  bool counts = false;     // this rank counts the block's rotations and d/dphi (the lower rank of the two)
+  std::size_t start = 0;   // position of the first entry in the layer's exchange
+  std::vector<std::uint32_t> shards, slots;  // this rank's term of each entry
+  // Per entry, the kind and the sign s as this rank applies it:
+  //   +-1  pair:   c <- cos c - s sin c'        (c' the peer's term)
+  //   +-2  half:   c <- cos c                   (this term rotates, the peer's receives)
+  //   +-3  half:   c <- c + s sin c'            (this term receives the peer's sine branch)
+  std::vector<std::int8_t> codes;
+
+  std::size_t size() const { return codes.size(); }
+};
+
+struct RemoteLayer {
+  std::vector<RemoteBlock> blocks;  // by ascending peer
+  std::size_t entries = 0;          // over all blocks
+  std::size_t offset = 0;           // position of the layer in the graph-wide exchange buffers
+
+  bool empty() const { return entries == 0; }
+  std::size_t bytes() const {
+    std::size_t n = sizeof(RemoteLayer) + blocks.capacity() * sizeof(RemoteBlock);
+    for (const RemoteBlock& b : blocks) n += b.shards.capacity() * 8 + b.codes.capacity();
+    return n;
+  }
+};
+
+// Entries [lo, hi) of a layer forward at (cos, sin) = (cs, sn): c[s] is shard
+// s's coefficients, theirs[i] the peer's input of entry i.
+void remote_forward(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn, double* const* c,
+                    const double* theirs, double pare);
+
+// The same entries backwards on interleaved states (c, lambda) per slot:
+// theirs_state holds the peer's (c, lambda) outputs per entry, ours_in and
+// theirs_in the forward inputs of both terms. Returns the d f / d phi of
+// the blocks this rank counts.
+double remote_adjoint(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn,
+                      double* const* state, const double* theirs_state, const double* ours_in,
+                      const double* theirs_in, double pare);
+
+}  // namespace monoprop
