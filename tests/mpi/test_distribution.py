@@ -1,0 +1,349 @@
+"""MPI distribution against the single-process propagator (seed "MPI distribution").
+
+Run under mpiexec with pytest-mpi, for example
+``mpiexec -n 4 python -m pytest --only-mpi tests/mpi``. Every rank builds the same problem
+twice: distributed over ``MPI.COMM_WORLD`` (or a ``Split`` of it) and alone (``comm=None``),
+the single-process reference. Energies and gradients are global and must agree with the
+reference to 1e-12; the terms each rank holds must add up to the reference's terms (each
+term on exactly one rank, the identity once), and so must sizes and graph sizes.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+mpi4py = pytest.importorskip("mpi4py")
+from mpi4py import MPI  # noqa: E402
+
+import monoprop  # noqa: E402
+from monoprop import (  # noqa: E402
+    Circuit,
+    ExpGate,
+    MajoranaOperator,
+    MajoranaPropagator,
+    PauliOperator,
+    PauliPropagator,
+)
+
+WORLD = MPI.COMM_WORLD
+TOL = 1e-12
+
+pytestmark = pytest.mark.skipif(not monoprop.has_mpi, reason="monoprop was built without MPI")
+
+
+# ---------------------------------------------------------------------------------------
+# Problems: random circuits with a fixed seed, identical on every rank
+# ---------------------------------------------------------------------------------------
+
+
+def random_problem(family: str, n: int, gates: int, seed: int):
+    """(observable, circuit, parameters, occupied) for a random circuit of `gates` gates."""
+    rng = np.random.default_rng(seed)
+
+    def term(weight: int):
+        if family == "pauli":
+            letters = ["I"] * n
+            for q in rng.choice(n, weight, replace=False):
+                letters[q] = "XYZ"[rng.integers(3)]
+            return "".join(letters)
+        return tuple(sorted(int(i) for i in rng.choice(2 * n, weight, replace=False)))
+
+    def operator(terms: list, coefficients: list):
+        if family == "pauli":
+            return PauliOperator(dict(zip(terms, coefficients, strict=True)), n)
+        # A Majorana product of w factors is Hermitian with the phase i^(w(w-1)/2).
+        return MajoranaOperator(
+            {t: h * 1j ** (len(t) * (len(t) - 1) // 2) for t, h in zip(terms, coefficients)}, n
+        )
+
+    step = 1 if family == "pauli" else 2
+    identity = "I" * n if family == "pauli" else ()
+    observable = operator([term(2), term(step), term(4), identity], [0.7, -0.3, 0.2, 0.5])
+    ansatz = [ExpGate(operator([term(int(rng.integers(1, 4)) * step)], [0.8])) for _ in range(gates)]
+    parameters = rng.uniform(-1.0, 1.0, gates)
+    occupied = sorted(int(q) for q in rng.choice(n, n // 2, replace=False))
+    return observable, Circuit(ansatz, n), parameters, occupied
+
+
+def make(family: str, observable, occupied, comm, **config):
+    cls = PauliPropagator if family == "pauli" else MajoranaPropagator
+    return cls(observable, occupied, comm=comm, **config)
+
+
+# (family, picture/truncation settings, build options)
+CASES = {
+    "pauli-exact": ("pauli", {"cutoff": 12}, {}),
+    "pauli-schrodinger": ("pauli", {"cutoff": 12, "schrodinger_cutoff": 6}, {}),
+    "pauli-cutoff": ("pauli", {"cutoff": 3}, {}),
+    "pauli-informed": ("pauli", {"cutoff": 2, "lower_atol": 1e-3, "upper_atol": 0.3}, {"seed": 1}),
+    "pauli-len-k": ("pauli", {"cutoff": 12}, {"only_rotate_len_k": 2}),
+    "majorana-exact": ("majorana", {"cutoff": 12}, {}),
+    "majorana-schrodinger": ("majorana", {"cutoff": 12, "schrodinger_cutoff": 6}, {}),
+    "majorana-support": ("majorana", {"cutoff": 3, "cutoff_type": "support"}, {}),
+    "majorana-len-k": ("majorana", {"cutoff": 12}, {"only_rotate_len_k": 4}),
+}
+
+
+def union_of_terms(comm, op) -> dict:
+    """The terms of every rank's `op`, each of which must sit on exactly one rank."""
+    union: dict = {}
+    for terms in comm.allgather(dict(op.terms)):
+        for key, value in terms.items():
+            assert key not in union, f"term {key!r} is held by two ranks"
+            union[key] = value
+    return union
+
+
+def assert_same_terms(actual: dict, expected: dict, context: str) -> None:
+    assert set(actual) == set(expected), (
+        f"{context}: {len(set(actual) ^ set(expected))} terms differ, e.g. "
+        f"{sorted(set(actual) ^ set(expected), key=str)[:3]}"
+    )
+    worst = max((abs(actual[k] - expected[k]) for k in expected), default=0.0)
+    assert worst <= TOL, f"{context}: coefficients differ by {worst:.3g}"
+
+
+def built_pair(comm, name: str, n: int = 6, gates: int = 30, seed: int = 11):
+    """The same build, distributed over `comm` and alone; with the circuit's parameters."""
+    family, config, options = CASES[name]
+    observable, circuit, theta, occupied = random_problem(family, n, gates, seed)
+    build = {k: v for k, v in options.items() if k != "seed"}
+    if options.get("seed"):
+        build["seed_parameters"] = theta
+    props = []
+    for c in (comm, None):
+        prop = make(family, observable, occupied, c, **config)
+        prop.build_graph(circuit, **build)
+        props.append(prop)
+    return props[0], props[1], theta, circuit
+
+
+# ---------------------------------------------------------------------------------------
+# Equivalence with the single-process propagator
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_graph_matches_single_process(name):
+    dist, alone, theta, _ = built_pair(WORLD, name)
+    context = f"{name} on {WORLD.size} ranks, T={dist.num_threads}"
+    value, grad = dist.expectation_value_and_gradient(theta)
+    ref_value, ref_grad = alone.expectation_value_and_gradient(theta)
+    assert abs(value - ref_value) <= TOL, context
+    np.testing.assert_allclose(grad, ref_grad, rtol=0, atol=TOL, err_msg=context)
+    assert abs(dist.expectation_value(theta) - ref_value) <= TOL, context
+    # Paring is decided per entry from both coefficients, the same on either side.
+    pared = dist.expectation_value_and_gradient_functional(pare_threshold=1e-3)(theta)
+    ref_pared = alone.expectation_value_and_gradient_functional(pare_threshold=1e-3)(theta)
+    assert abs(pared[0] - ref_pared[0]) <= TOL, context
+    np.testing.assert_allclose(pared[1], ref_pared[1], rtol=0, atol=TOL, err_msg=context)
+
+    union = union_of_terms(WORLD, dist.evolved_operator(theta, atol=0))
+    assert_same_terms(union, dict(alone.evolved_operator(theta, atol=0).terms), context)
+    # Sizes are rank-local and add up; so does the graph (a rotation between two ranks
+    # counts once).
+    assert WORLD.allreduce(dist.size()) == alone.size(), context
+    sizes = np.array(WORLD.allgather(dist.graph_size())).sum(axis=0)
+    assert tuple(sizes) == alone.graph_size(), context
+    # Coefficients of chosen terms are global.
+    keys = list(alone.evolved_operator(theta).terms)[:20]
+    np.testing.assert_allclose(
+        dist.evolved_operator_coefficients(keys, theta),
+        alone.evolved_operator_coefficients(keys, theta),
+        rtol=0,
+        atol=TOL,
+        err_msg=context,
+    )
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", ["pauli-cutoff", "majorana-exact", "pauli-schrodinger"])
+def test_propagate_matches_single_process(name):
+    family, config, _ = CASES[name]
+    observable, circuit, theta, occupied = random_problem(family, 6, 30, seed=5)
+    dist = make(family, observable, occupied, WORLD, **config)
+    alone = make(family, observable, occupied, None, **config)
+    for prop in (dist, alone):
+        prop.propagate(Circuit(circuit.gates, circuit.system_size, parameters=theta))
+    assert abs(dist.expectation_value() - alone.expectation_value()) <= TOL
+    union = union_of_terms(WORLD, dist.evolved_operator(atol=0))
+    assert_same_terms(union, dict(alone.evolved_operator(atol=0).terms), name)
+
+
+@pytest.mark.mpi
+def test_extend_contract_and_update_match_single_process():
+    dist, alone, theta, circuit = built_pair(WORLD, "pauli-exact", gates=12)
+    # A seeded extension: the new circuit's parameters come first (Heisenberg).
+    more = Circuit(circuit.gates[:6], circuit.system_size)
+    seed = np.concatenate([theta[:6], theta])
+    for prop in (dist, alone):
+        prop.build_graph(more, seed_parameters=seed)
+    assert abs(dist.expectation_value(seed) - alone.expectation_value(seed)) <= TOL
+
+    # contract_partially folds each rank's blocks; the result is rank-local, the value global.
+    blocks = WORLD.allgather(dist.contract_partially(seed))
+    assert sum(len(b) for b in blocks) == len(alone.contract_partially(seed))
+    assert abs(dist.expectation_value() - alone.expectation_value()) <= TOL
+
+    # A Heisenberg update resets the observable's coefficients on the ranks that hold them.
+    _, _, _, occupied = random_problem("pauli", 6, 12, 11)
+    observable = random_problem("pauli", 6, 12, 11)[0]
+    scaled = 2.0 * observable
+    fresh_dist = make("pauli", observable, occupied, WORLD, cutoff=12)
+    fresh_alone = make("pauli", observable, occupied, None, cutoff=12)
+    for prop in (fresh_dist, fresh_alone):
+        prop.build_graph(circuit)
+        prop.update_initial_operator(scaled)
+    value, grad = fresh_dist.expectation_value_and_gradient(theta)
+    ref_value, ref_grad = fresh_alone.expectation_value_and_gradient(theta)
+    assert abs(value - ref_value) <= TOL
+    np.testing.assert_allclose(grad, ref_grad, rtol=0, atol=TOL)
+
+
+@pytest.mark.mpi
+def test_unknown_update_term_raises_on_every_rank():
+    dist, _, theta, _ = built_pair(WORLD, "pauli-exact", gates=4)
+    before = dist.expectation_value(theta)
+    with pytest.raises(RuntimeError, match="not found in the operator"):
+        dist.update_initial_operator(PauliOperator({"XXXXXX": 1.0}, 6))
+    assert dist.expectation_value(theta) == before  # nothing changed, no rank hangs
+
+
+@pytest.mark.mpi
+def test_copies_run_on_the_same_communicator():
+    import copy
+
+    dist, alone, theta, _ = built_pair(WORLD, "majorana-exact", gates=10)
+    twin = copy.deepcopy(dist)
+    assert abs(twin.expectation_value(theta) - alone.expectation_value(theta)) <= TOL
+
+
+# ---------------------------------------------------------------------------------------
+# Rank counts and routing settings
+# ---------------------------------------------------------------------------------------
+
+
+def with_routing(value: str | None, body):
+    """Runs body() with monoprop_ROUTING set to `value` (unset for None) on this rank."""
+    saved = os.environ.pop("monoprop_ROUTING", None)
+    if value is not None:
+        os.environ["monoprop_ROUTING"] = value
+    try:
+        return body()
+    finally:
+        os.environ.pop("monoprop_ROUTING", None)
+        if saved is not None:
+            os.environ["monoprop_ROUTING"] = saved
+
+
+@pytest.mark.mpi(min_size=4)
+def test_three_ranks_need_splitmix_routing():
+    three = WORLD.Split(0 if WORLD.rank < 3 else MPI.UNDEFINED, WORLD.rank)
+    if three == MPI.COMM_NULL:  # the fourth rank sits this one out
+        WORLD.Barrier()
+        return
+    try:
+        with pytest.raises(RuntimeError, match="monoprop_ROUTING=splitmix"):
+            built_pair(three, "pauli-exact", gates=8)
+        dist, alone, theta, _ = with_routing(
+            "splitmix", lambda: built_pair(three, "pauli-exact", gates=20)
+        )
+        value, grad = dist.expectation_value_and_gradient(theta)
+        ref_value, ref_grad = alone.expectation_value_and_gradient(theta)
+        assert abs(value - ref_value) <= TOL
+        np.testing.assert_allclose(grad, ref_grad, rtol=0, atol=TOL)
+        union = union_of_terms(three, dist.evolved_operator(theta, atol=0))
+        assert_same_terms(union, dict(alone.evolved_operator(theta, atol=0).terms), "splitmix")
+    finally:
+        three.Free()
+        WORLD.Barrier()
+
+
+@pytest.mark.mpi(min_size=2)
+def test_splitmix_matches_on_power_of_two_ranks():
+    dist, alone, theta, _ = with_routing(
+        "splitmix", lambda: built_pair(WORLD, "majorana-len-k", gates=20)
+    )
+    value, grad = dist.expectation_value_and_gradient(theta)
+    ref_value, ref_grad = alone.expectation_value_and_gradient(theta)
+    assert abs(value - ref_value) <= TOL
+    np.testing.assert_allclose(grad, ref_grad, rtol=0, atol=TOL)
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize(
+    "variable, mine, others",
+    [
+        ("monoprop_ROUTING", "splitmix", "linear"),
+        ("monoprop_ROUTING_SEED", "7", "8"),
+        ("monoprop_ROUTING", "bogus", "linear"),
+    ],
+)
+def test_mismatched_routing_raises_on_every_rank(variable, mine, others):
+    saved = os.environ.pop(variable, None)
+    os.environ[variable] = mine if WORLD.rank == 0 else others
+    try:
+        with pytest.raises(RuntimeError, match=variable):
+            PauliPropagator(PauliOperator({"ZZ": 1.0}, 2), [], cutoff=4, comm=WORLD)
+    finally:
+        os.environ.pop(variable, None)
+        if saved is not None:
+            os.environ[variable] = saved
+    # Every rank raised and none is stuck: the communicator still works.
+    assert WORLD.allreduce(1) == WORLD.size
+
+
+@pytest.mark.mpi(min_size=2)
+def test_seed_changes_placement_not_results():
+    results = []
+    for seed in ("0", "12345"):
+        os.environ["monoprop_ROUTING_SEED"] = seed
+        try:
+            dist, alone, theta, _ = built_pair(WORLD, "pauli-exact", gates=12)
+        finally:
+            os.environ.pop("monoprop_ROUTING_SEED")
+        results.append((dist.size(), dist.expectation_value(theta)))
+        assert abs(results[-1][1] - alone.expectation_value(theta)) <= TOL
+    sizes = WORLD.allgather((results[0][0], results[1][0]))
+    assert any(a != b for a, b in sizes), "a different seed should place terms differently"
+
+
+@pytest.mark.mpi(min_size=4)
+def test_commroute_when_shifts_span_fewer_bits(capfd):
+    # One gate has one shift: it spans at most 1 of the d = 2 bits of 4 ranks, so the terms
+    # of a single-term observable reach only 2 ranks.
+    four = WORLD.Split(0 if WORLD.rank < 4 else MPI.UNDEFINED, WORLD.rank)
+    if four == MPI.COMM_NULL:
+        WORLD.Barrier()
+        return
+    try:
+        capfd.readouterr()
+        prop = PauliPropagator(PauliOperator({"ZZZZ": 1.0}, 4), [], cutoff=8, comm=four)
+        circuit = Circuit([ExpGate(PauliOperator({"XIII": 1.0}, 4))], 4)
+        prop.build_graph(circuit)
+        four.Barrier()
+        err = capfd.readouterr().err
+        if four.rank == 0:
+            assert err.count("COMMROUTE") == 1, err
+        else:
+            assert "COMMROUTE" not in err
+        assert sorted(four.allgather(prop.size())).count(0) == 2
+        # Many random gates span both bits: no message.
+        observable, ansatz, _, _ = random_problem("pauli", 4, 20, seed=3)
+        prop = PauliPropagator(observable, [], cutoff=8, comm=four)
+        prop.build_graph(ansatz)
+        four.Barrier()
+        assert "COMMROUTE" not in capfd.readouterr().err
+    finally:
+        four.Free()
+        WORLD.Barrier()
+
+
+@pytest.mark.mpi
+def test_wrong_comm_type_is_a_type_error():
+    with pytest.raises(TypeError, match="mpi4py communicator"):
+        PauliPropagator(PauliOperator({"ZZ": 1.0}, 2), [], cutoff=4, comm="COMM_WORLD")
