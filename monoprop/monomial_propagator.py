@@ -49,6 +49,14 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     (else the OpenMP default) when the propagator is constructed, and there is no argument for
     it. Results agree across thread counts to rounding; a fixed count is bitwise reproducible.
     Calls on one propagator must not overlap: a concurrent or reentrant call raises.
+
+    ``comm`` (an mpi4py communicator, in a build with MPI) distributes the operator over its
+    ranks: every rank constructs with the same arguments and makes the same calls. Values and
+    gradients are global; ``size()``, ``graph_size()``, ``memory()``, ``evolved_operator()``
+    and ``contract_partially()`` describe this rank's terms. ``monoprop_ROUTING`` (``linear``,
+    the default, for power-of-two rank counts, or ``splitmix``) and ``monoprop_ROUTING_SEED``
+    choose where terms live and must match on every rank. With more than one rank, a failure
+    during an operation prints the rank and the error and aborts the launch.
     """
 
     _family: str  # "majorana" or "pauli": the circuit family this front-end runs

@@ -94,8 +94,7 @@ void Comm::sum(double* values, std::size_t n) const {
 
 void Comm::max(std::uint64_t* values, std::size_t n) const {
   if (!distributed() || n == 0) return;
-  check("MPI_Allreduce",
-        MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_UINT64_T, MPI_MAX, impl_->comm));
+  check("MPI_Allreduce", MPI_Allreduce(MPI_IN_PLACE, values, static_cast<int>(n), MPI_UINT64_T, MPI_MAX, impl_->comm));
 }
 
 void Comm::exchange(std::vector<Parcel>& parcels, std::size_t record) const {
@@ -105,7 +104,8 @@ void Comm::exchange(std::vector<Parcel>& parcels, std::size_t record) const {
   MPI_Type_commit(&type);
   auto count_of = [](std::size_t n) {
     if (n > static_cast<std::size_t>(INT32_MAX))
-      throw std::runtime_error("an exchange of " + std::to_string(n) + " records exceeds one MPI message; run more ranks.");
+      throw std::runtime_error("an exchange of " + std::to_string(n) +
+                               " records exceeds one MPI message; run more ranks.");
     return static_cast<int>(n);
   };
   std::vector<MPI_Request> requests;
@@ -116,8 +116,7 @@ void Comm::exchange(std::vector<Parcel>& parcels, std::size_t record) const {
     }
   for (const Parcel& p : parcels) {
     requests.emplace_back();
-    check("MPI_Isend",
-          MPI_Isend(p.send, count_of(p.send_records), type, p.rank, kTag, impl_->comm, &requests.back()));
+    check("MPI_Isend", MPI_Isend(p.send, count_of(p.send_records), type, p.rank, kTag, impl_->comm, &requests.back()));
     impl_->sent += p.send_records * record;
   }
   // Sizes not known in advance: probe each such peer's message first.

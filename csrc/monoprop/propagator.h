@@ -134,7 +134,7 @@ class Propagator final : public MonomialPropagator {
     GraphLayer scratch;
     std::vector<std::uint32_t> births;
     std::vector<std::int8_t> birth_signs;
-    std::vector<std::vector<Query>> outbox;  // by destination shard
+    std::vector<std::vector<Query>> outbox;      // by destination shard
     std::vector<std::vector<Query>> remote_out;  // by destination rank (sized by release_exchange)
     // Replay buffers, kept across calls: a VQE loop replays thousands of
     // times and fresh pages would cost more than the sweep.
@@ -192,8 +192,8 @@ class Propagator final : public MonomialPropagator {
                      std::vector<RemoteLayer>* remote_record, std::optional<int> k);
   // A remote layer forward (exchanging inputs) and backwards (exchanging
   // states); `ours` and `theirs` hold both sides' inputs, `swap` 4 doubles per entry.
-  void remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* c,
-                   double* ours, double* theirs, double pare) const;
+  void remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* c, double* ours,
+                   double* theirs, double pare) const;
   double remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* state,
                           const double* ours, const double* theirs, double* swap, double pare) const;
   // One COMMROUTE line when a circuit's rank shifts leave ranks empty.
@@ -223,7 +223,7 @@ class Propagator final : public MonomialPropagator {
   std::size_t remote_entries_ = 0;   // over all layers of remote_
   Exchange exchange_;                // scratch of the layer being built, by peer rank
   RemoteLayer remote_scratch_;
-  std::vector<double> remote_values_;           // scratch of a rotation in a build
+  std::vector<double> remote_values_;                 // scratch of a rotation in a build
   mutable std::vector<double> ours_, theirs_, swap_;  // replay exchange buffers
   mutable bool routing_reported_ = false;
   double core_ = 0.0;     // Heisenberg identity term, kept apart

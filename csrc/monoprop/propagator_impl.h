@@ -215,13 +215,13 @@ bool Propagator<A, W, I>::keep_partner(const Key& partner, bool informed, double
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::apply_layer(int t, Team& team, const Key& generator, double phi, double** c,
                                       GraphLayer* record, RemoteLayer& remote, std::optional<int> k) {
-  const Gen gen(generator);
-  const double sn = std::sin(phi);
-  const bool informed = c != nullptr;
   if (t == 0) {  // what the last layer shared with other ranks is recorded by now
     remote.blocks.clear();
     remote.entries = 0;
   }
+  const Gen gen(generator);
+  const double sn = std::sin(phi);
+  const bool informed = c != nullptr;
   Shard& me = shards_[t];
   Keys& keys = me.keys;
   const std::size_t n = keys.size();
@@ -518,8 +518,8 @@ void Propagator<A, W, I>::answer_lookups(const std::vector<int>& peers, const Ke
     x.answers_out[r].clear();
     for (const Incoming& in : x.incoming[r]) x.answers_out[r].push_back(in.answer);
     x.answers_in[r].resize(x.out[r].size());
-    parcels.push_back({r, x.answers_out[r].data(), x.answers_out[r].size(), x.answers_in[r].data(), x.out[r].size(),
-                       nullptr});
+    parcels.push_back(
+        {r, x.answers_out[r].data(), x.answers_out[r].size(), x.answers_in[r].data(), x.out[r].size(), nullptr});
   }
   config_.comm.exchange(parcels, sizeof(Answer));
 
@@ -631,8 +631,7 @@ double Propagator<A, W, I>::remote_step_back(int t, Team& team, const RemoteLaye
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
                                         std::int32_t parameter_shift, std::int32_t gate_shift, double** c,
-                                        Graph* record, std::vector<RemoteLayer>* remote_record,
-                                        std::optional<int> k) {
+                                        Graph* record, std::vector<RemoteLayer>* remote_record, std::optional<int> k) {
   const auto order = application_order(circuit);
   for (std::size_t l = 0; l < order.size(); ++l) {
     const LayerSpec& layer = *order[l];

@@ -40,8 +40,8 @@ void remote_forward(const RemoteLayer& layer, std::size_t lo, std::size_t hi, do
 }
 
 double remote_adjoint(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn,
-                      double* const* state, const double* theirs_state, const double* ours_in,
-                      const double* theirs_in, double pare) {
+                      double* const* state, const double* theirs_state, const double* ours_in, const double* theirs_in,
+                      double pare) {
   double dphi = 0.0;
   for_entries(layer, lo, hi, [&](const RemoteBlock& b, std::size_t e, std::size_t i) {
     double* own = state[b.shards[e]] + 2 * std::size_t{b.slots[e]};

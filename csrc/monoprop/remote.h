@@ -15,8 +15,8 @@ namespace monoprop {
 // The entries one rank shares with one peer in one layer.
 struct RemoteBlock {
   int peer = 0;
-  bool counts = false;     // this rank counts the block's rotations and d/dphi (the lower rank of the two)
-  std::size_t start = 0;   // position of the first entry in the layer's exchange
+  bool counts = false;    // this rank counts the block's rotations and d/dphi (the lower rank of the two)
+  std::size_t start = 0;  // position of the first entry in the layer's exchange
   std::vector<std::uint32_t> shards, slots;  // this rank's term of each entry
   // Per entry, the kind and the sign s as this rank applies it:
   //   +-1  pair:   c <- cos c - s sin c'        (c' the peer's term)
@@ -50,7 +50,7 @@ void remote_forward(const RemoteLayer& layer, std::size_t lo, std::size_t hi, do
 // theirs_in the forward inputs of both terms. Returns the d f / d phi of
 // the blocks this rank counts.
 double remote_adjoint(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn,
-                      double* const* state, const double* theirs_state, const double* ours_in,
-                      const double* theirs_in, double pare);
+                      double* const* state, const double* theirs_state, const double* ours_in, const double* theirs_in,
+                      double pare);
 
 }  // namespace monoprop

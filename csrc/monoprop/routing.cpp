@@ -64,11 +64,13 @@ Routing::Routing(const mpi::Comm& comm, int threads, int slots) : ranks_(comm.si
   if (v[1])
     throw UsageError("monoprop_ROUTING_SEED is invalid on another rank; set it to the same valid value everywhere.");
   if (kind_differs)
-    throw UsageError("monoprop_ROUTING differs across ranks; set the same value on every rank (a mismatch would "
-                     "deadlock the exchange).");
+    throw UsageError(
+        "monoprop_ROUTING differs across ranks; set the same value on every rank (a mismatch would "
+        "deadlock the exchange).");
   if (seed_differs)
-    throw UsageError("monoprop_ROUTING_SEED differs across ranks; set the same value on every rank (a mismatch "
-                     "would deadlock the exchange).");
+    throw UsageError(
+        "monoprop_ROUTING_SEED differs across ranks; set the same value on every rank (a mismatch "
+        "would deadlock the exchange).");
   kind_ = static_cast<Kind>(kind.value);
   if (!linear() || ranks_ == 1) return;
 

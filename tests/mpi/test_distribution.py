@@ -56,13 +56,19 @@ def random_problem(family: str, n: int, gates: int, seed: int):
             return PauliOperator(dict(zip(terms, coefficients, strict=True)), n)
         # A Majorana product of w factors is Hermitian with the phase i^(w(w-1)/2).
         return MajoranaOperator(
-            {t: h * 1j ** (len(t) * (len(t) - 1) // 2) for t, h in zip(terms, coefficients)}, n
+            {
+                t: h * 1j ** (len(t) * (len(t) - 1) // 2)
+                for t, h in zip(terms, coefficients, strict=True)
+            },
+            n,
         )
 
     step = 1 if family == "pauli" else 2
     identity = "I" * n if family == "pauli" else ()
     observable = operator([term(2), term(step), term(4), identity], [0.7, -0.3, 0.2, 0.5])
-    ansatz = [ExpGate(operator([term(int(rng.integers(1, 4)) * step)], [0.8])) for _ in range(gates)]
+    ansatz = [
+        ExpGate(operator([term(int(rng.integers(1, 4)) * step)], [0.8])) for _ in range(gates)
+    ]
     parameters = rng.uniform(-1.0, 1.0, gates)
     occupied = sorted(int(q) for q in rng.choice(n, n // 2, replace=False))
     return observable, Circuit(ansatz, n), parameters, occupied

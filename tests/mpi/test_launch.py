@@ -23,7 +23,9 @@ import monoprop  # noqa: E402
 pytestmark = pytest.mark.skipif(not monoprop.has_mpi, reason="monoprop was built without MPI")
 
 TIMEOUT = 120  # seconds; an abort must come well before
-MPIEXEC = shutil.which("mpiexec", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+MPIEXEC = shutil.which(
+    "mpiexec", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+)
 
 PROBLEM = """
 import numpy as np
@@ -37,15 +39,13 @@ def build(comm):
 """
 
 
-def launch(script: str, ranks: int | None, cwd: Path) -> tuple[subprocess.CompletedProcess, float]:
-    """Runs `script` on `ranks` ranks (None: a singleton MPI process, no mpiexec) in `cwd`.
-
-    `cwd` is a scratch directory: from the source tree, ``python -c`` would import the
-    uncompiled package there instead of the installed one.
-    """
+def launch(script: str, ranks: int | None) -> tuple[subprocess.CompletedProcess, float]:
+    """Runs `script` on `ranks` ranks (None: a singleton MPI process, no mpiexec)."""
     # The child must not think it belongs to the launch that runs this test.
     env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "PMIX_", "HYDRA_", "MPIR_"))
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PMI_", "PMIX_", "HYDRA_", "MPIR_"))
     }
     env.update(OMP_NUM_THREADS="1", monoprop_NUM_THREADS="1")
     code = textwrap.dedent(PROBLEM) + textwrap.dedent(script)
@@ -55,12 +55,19 @@ def launch(script: str, ranks: int | None, cwd: Path) -> tuple[subprocess.Comple
         command = [MPIEXEC, "-n", str(ranks), *command]
     start = time.monotonic()
     run = subprocess.run(
-        command, env=env, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, check=False
+        # Not from the source tree, where ``python -c`` would import the uncompiled package.
+        command,
+        env=env,
+        cwd=Path(__file__).parent,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
     )
     return run, time.monotonic() - start
 
 
-def test_failure_on_two_ranks_aborts_and_names_the_rank(tmp_path):
+def test_failure_on_two_ranks_aborts_and_names_the_rank():
     run, seconds = launch(
         """
         from mpi4py import MPI
@@ -71,7 +78,6 @@ def test_failure_on_two_ranks_aborts_and_names_the_rank(tmp_path):
         print("survived", flush=True)
         """,
         ranks=2,
-        cwd=tmp_path,
     )
     assert run.returncode != 0, run.stdout + run.stderr
     assert "monoprop: rank 1: evaluate failed: injected fault in evaluate" in run.stderr, run.stderr
@@ -79,7 +85,7 @@ def test_failure_on_two_ranks_aborts_and_names_the_rank(tmp_path):
     assert seconds < TIMEOUT / 2
 
 
-def test_failure_on_one_rank_raises_the_original_exception(tmp_path):
+def test_failure_on_one_rank_raises_the_original_exception():
     run, _ = launch(
         """
         from mpi4py import MPI
@@ -96,14 +102,13 @@ def test_failure_on_one_rank_raises_the_original_exception(tmp_path):
             print("invalid afterwards", flush=True)
         """,
         ranks=1,
-        cwd=tmp_path,
     )
     assert run.returncode == 0, run.stderr
     assert "invalid afterwards" in run.stdout
 
 
 @pytest.mark.parametrize("level, refused", [("single", True), ("funneled", False)])
-def test_thread_level_single_is_refused(level, refused, tmp_path):
+def test_thread_level_single_is_refused(level, refused):
     run, _ = launch(
         f"""
         import mpi4py
@@ -117,7 +122,6 @@ def test_thread_level_single_is_refused(level, refused, tmp_path):
             print("value", prop.expectation_value([0.1, 0.2, 0.3, 0.4]), flush=True)
         """,
         ranks=None,
-        cwd=tmp_path,
     )
     assert run.returncode == 0, run.stderr
     if refused:
@@ -127,7 +131,7 @@ def test_thread_level_single_is_refused(level, refused, tmp_path):
         assert "value" in run.stdout, run.stdout
 
 
-def test_call_from_another_thread_aborts_that_process(tmp_path):
+def test_call_from_another_thread_aborts_that_process():
     run, seconds = launch(
         """
         import threading
@@ -139,7 +143,6 @@ def test_call_from_another_thread_aborts_that_process(tmp_path):
         print("survived", flush=True)
         """,
         ranks=None,
-        cwd=tmp_path,
     )
     assert run.returncode != 0
     assert "did not initialise MPI" in run.stderr, run.stderr
