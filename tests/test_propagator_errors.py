@@ -12,6 +12,7 @@ import dense_reference as dr
 import numpy as np
 import pytest
 
+import monoprop
 from monoprop import (
     Circuit,
     ExpGate,
@@ -765,3 +766,45 @@ def test_schrodinger_update_replaces_observable():
     assert prop.expectation_value() == pytest.approx(0.0, abs=1e-15)
     prop.update_initial_operator(MajoranaOperator({(0, 1): 2j}, 2))  # a new term is fine
     assert prop.expectation_value() == pytest.approx(-2.0)
+
+
+# ---------------------------------------------------------------------------------------
+# comm= in a build without MPI, and the routing variables (seed "MPI distribution")
+# ---------------------------------------------------------------------------------------
+
+
+class _FakeComm:
+    """Stands in for an mpi4py communicator of `size` ranks (mpi4py is not needed here)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def Get_size(self) -> int:  # noqa: N802 (mpi4py's name)
+        return self.size
+
+
+@pytest.mark.skipif(monoprop.has_mpi, reason="checks the build without MPI")
+def test_multi_rank_comm_without_mpi_is_an_error():
+    observable = PauliOperator({"ZZ": 1.0}, 2)
+    with pytest.raises(RuntimeError, match=r"spans 2 ranks.*has_mpi is False"):
+        PauliPropagator(observable, [], cutoff=4, comm=_FakeComm(2))
+    # A single-rank communicator runs serially, like comm=None.
+    circuit = Circuit([ExpGate(PauliOperator({"XI": 1.0}, 2))], 2)
+    values = []
+    for comm in (_FakeComm(1), None):
+        prop = PauliPropagator(observable, [], cutoff=4, comm=comm)
+        prop.build_graph(circuit)
+        values.append(prop.expectation_value([0.3]))
+    assert values[0] == values[1] == pytest.approx(np.cos(0.6), abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    "variable, value",
+    [("monoprop_ROUTING", "Linear"), ("monoprop_ROUTING", ""), ("monoprop_ROUTING_SEED", "0x10")],
+)
+def test_bad_routing_variable_raises_naming_it(monkeypatch, variable, value):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(RuntimeError, match=variable):
+        PauliPropagator(PauliOperator({"ZZ": 1.0}, 2), [], cutoff=4)
+    monkeypatch.setenv(variable, "splitmix" if variable == "monoprop_ROUTING" else "42")
+    assert PauliPropagator(PauliOperator({"ZZ": 1.0}, 2), [], cutoff=4).size() == 1
