@@ -30,11 +30,15 @@ Workloads (the layer lists of ``threads.py``, built by its ``make_propagator``):
   U 4, observable n_0, Neel-like half filling) in ``MajoranaPropagator`` on the Jordan-Wigner
   image of the gates.
 
+Sizes, steps and ``lower_atol`` are ``threads.CONFIGS`` (full: ising 7x7, 8 steps and a graph of
+6, 1e-3; fh L=16, 10 steps and a graph of 8, 1e-5), so both scripts time the same runs.
+
 Target: 2 ranks over 1 rank at least 1.7x on 2 cores, for propagate and value+gradient; it is
 printed, not enforced (timings on a shared VM are noisy).  Checks that make the exit status 1:
 a failed run, a run that does not span the requested ranks, 2 ranks not reproducing 1 rank's
 expectation values (propagation and replay) and gradient to 1e-9 relative, or different total
-kept terms (after propagation, and under the graph).  Graph entries are compared and printed.
+kept terms (after propagation, and under the graph), or a value or gradient that is not the
+same on every rank.  Graph entries are compared and printed.
 
 Needs a monoprop built with MPI (``pip install -C cmake.define.MONOPROP_MPI=ON '.[mpi]'``).
 
@@ -60,13 +64,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# benchmarks/ is not a package
 from propagate import _proc_status_mb, fmt_num, import_monoprop  # noqa: E402
-from threads import (  # noqa: E402  (benchmarks/ is not a package)
-    fh_workload,
-    kicked_ising_workload,
-    make_propagator,
-    relative,
-)
+from threads import CONFIGS as THREAD_CONFIGS  # noqa: E402
+from threads import fh_workload, kicked_ising_workload, make_propagator, relative  # noqa: E402
 
 TARGET = 1.7  # 2 ranks over 1 rank, T = 1 each
 REL_TOL = 1e-9  # 2 ranks against 1 rank: energies and gradient, relative
@@ -74,19 +75,11 @@ RANKS = (1, 2)
 
 WORKLOADS = {"ising": kicked_ising_workload, "fh": fh_workload}
 
-# name -> (size, propagation steps, replay steps, lower_atol), quick and full.  Full: 1.5M
-# kept terms (ising) and 3.9M (fh) after propagation, graphs of 5M and 11M entries; on one
-# rank about 3 s and 8 s of propagation and 40 ms and 110 ms per value+gradient call on the
-# 2-core reference VM, about 1.5 minutes for the whole run.
+# name -> (size, propagation steps, replay steps, lower_atol), quick and full: threads.py's
+# sizes, so that the two scripts measure the same runs.  Full: 1.3M (ising) and 4.2M (fh) kept
+# terms after propagation, graphs of 24M and 15M entries.
 CONFIGS = {
-    "quick": {
-        "ising": ({"lx": 4, "ly": 4}, 4, 4, 1e-4),
-        "fh": ({"L": 8}, 6, 5, 1e-5),
-    },
-    "full": {
-        "ising": ({"lx": 7, "ly": 7}, 7, 6, 1e-3),
-        "fh": ({"L": 16}, 9, 8, 1e-5),
-    },
+    mode: {name: THREAD_CONFIGS[mode][name] for name in WORKLOADS} for mode in THREAD_CONFIGS
 }
 
 THREAD_ENV = {
@@ -336,19 +329,19 @@ def main() -> int:
         print("-" * len(header))
         for r, res in results.items():
             if "error" in res:
-                failures.append(f"{name} {r} ranks: {res['error']}")
+                failures.append(f"{name} ranks={r}: {res['error']}")
                 print(f"{r:>5d} | ERROR {res['error']}")
                 continue
             info = res
             if (res["ranks"], res["engine_ranks"]) != (r, r):
                 failures.append(
-                    f"{name} {r} ranks: the run spans {res['ranks']} ranks (engine "
+                    f"{name} ranks={r}: the run spans {res['ranks']} ranks (engine "
                     f"{res['engine_ranks']}); is mpiexec from the MPI that mpi4py uses?"
                 )
             if res["T_seen"] != 1:
-                failures.append(f"{name} {r} ranks: a propagator reports T={res['T_seen']}")
+                failures.append(f"{name} ranks={r}: a propagator reports T={res['T_seen']}")
             if not res["ranks_agree"]:
-                failures.append(f"{name} {r} ranks: value+gradient differ between ranks")
+                failures.append(f"{name} ranks={r}: value+gradient differ between ranks")
             ok = "error" not in base
             x = {}
             for phase, key in (("propagate", "prop_time"), ("value+grad", "replay_time")):
@@ -385,10 +378,10 @@ def main() -> int:
                 f"{res['prop_bytes'] / 1e6:.1f} MB sent in propagate"
             )
             if not de < REL_TOL or not dg < REL_TOL:
-                failures.append(f"{name} {r} ranks: energy {de:.1e}, gradient {dg:.1e}")
+                failures.append(f"{name} ranks={r}: energy {de:.1e}, gradient {dg:.1e}")
             if not same_terms:
                 failures.append(
-                    f"{name} {r} ranks: terms {res['prop_terms']}/{res['graph_terms']} vs "
+                    f"{name} ranks={r}: terms {res['prop_terms']}/{res['graph_terms']} vs "
                     f"{base['prop_terms']}/{base['graph_terms']} on 1 rank"
                 )
         print(
