@@ -191,7 +191,7 @@ class Propagator final : public MonomialPropagator {
                      std::int32_t parameter_shift, std::int32_t gate_shift, double** c, Graph* record,
                      std::vector<RemoteLayer>* remote_record, std::optional<int> k);
   // A remote layer forward (exchanging inputs) and backwards (exchanging
-  // states); `ours` and `theirs` hold both sides' inputs, `swap` 4 doubles per entry.
+  // lambdas); `ours` and `theirs` hold both sides' inputs, `swap` 2 doubles per entry.
   void remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* c, double* ours,
                    double* theirs, double pare) const;
   double remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* state,

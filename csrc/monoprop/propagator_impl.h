@@ -483,23 +483,39 @@ void Propagator<A, W, I>::sort_incoming(int t, const std::vector<int>& peers) {
 }
 
 // Thread t looks up the incoming lookups its shard owns; returns the births.
+// In blocks, like the scan: the index lines, then the keys, then the compares.
 template <typename A, int W, typename I>
 std::size_t Propagator<A, W, I>::resolve_incoming(int t, const std::vector<int>& peers, bool informed) {
   const Keys& keys = shards_[t].keys;
   std::size_t born = 0;
+  constexpr std::size_t kBlock = 256;
+  std::size_t mine[kBlock];
+  I match[kBlock];
   for (const int r : peers) {
     const auto* wire = reinterpret_cast<const Wire*>(exchange_.in[r].data());
     std::vector<Incoming>& incoming = exchange_.incoming[r];
-    for (std::size_t e = 0; e < incoming.size(); ++e) {
-      Incoming& in = incoming[e];
-      if (in.shard != t) continue;
-      const auto j = keys.find(wire[e].partner, in.hash);
-      if (j != Keys::kEmpty) {
-        in.answer = Answer::Found;
-        in.found = static_cast<std::uint32_t>(j);
-      } else if (keep_partner(wire[e].partner, informed, wire[e].moved)) {
-        in.answer = Answer::Born;
-        ++born;
+    for (std::size_t e = 0; e < incoming.size();) {
+      std::size_t m = 0;
+      for (; e < incoming.size() && m < kBlock; ++e)
+        if (incoming[e].shard == t) {
+          keys.prefetch(incoming[e].hash);
+          mine[m++] = e;
+        }
+      for (std::size_t i = 0; i < m; ++i) {
+        match[i] = keys.candidate(incoming[mine[i]].hash);
+        keys.prefetch_key(match[i]);
+      }
+      for (std::size_t i = 0; i < m; ++i) {
+        Incoming& in = incoming[mine[i]];
+        const Wire& w = wire[mine[i]];
+        const auto j = keys.confirm(w.partner, in.hash, match[i]);
+        if (j != Keys::kEmpty) {
+          in.answer = Answer::Found;
+          in.found = static_cast<std::uint32_t>(j);
+        } else if (keep_partner(w.partner, informed, w.moved)) {
+          in.answer = Answer::Born;
+          ++born;
+        }
       }
     }
   }
@@ -607,21 +623,18 @@ double Propagator<A, W, I>::remote_step_back(int t, Team& team, const RemoteLaye
                                              double* swap, double pare) const {
   const auto [lo, hi] = chunk(t, layer.entries);
   double* send = swap;
-  double* received = swap + 2 * layer.entries;
+  double* received = swap + layer.entries;
   for (const RemoteBlock& b : layer.blocks) {
     const std::size_t from = std::max(lo, b.start), to = std::min(hi, b.start + b.size());
-    for (std::size_t i = from; i < to; ++i) {
-      const double* own = state[b.shards[i - b.start]] + 2 * std::size_t{b.slots[i - b.start]};
-      send[2 * i] = own[0];
-      send[2 * i + 1] = own[1];
-    }
+    for (std::size_t i = from; i < to; ++i)
+      send[i] = state[b.shards[i - b.start]][2 * std::size_t{b.slots[i - b.start]} + 1];
   }
   team.sync(t);
   if (t == 0) {
     std::vector<mpi::Parcel> parcels;
     for (const RemoteBlock& b : layer.blocks)
-      parcels.push_back({b.peer, send + 2 * b.start, b.size(), received + 2 * b.start, b.size(), nullptr});
-    config_.comm.exchange(parcels, 2 * sizeof(double));
+      parcels.push_back({b.peer, send + b.start, b.size(), received + b.start, b.size(), nullptr});
+    config_.comm.exchange(parcels, sizeof(double));
   }
   team.sync(t);
   return remote_adjoint(layer, lo, hi, cs, sn, state, received, ours, theirs, pare);
@@ -900,7 +913,7 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
       if (t == 0) {
         std::size_t widest = 0;
         for (const RemoteLayer& remote : remote_) widest = std::max(widest, remote.entries);
-        swap_.resize(4 * widest);
+        swap_.resize(2 * widest);
       }
       team.sync(t);
       for (std::size_t l = L; l-- > 0;) {

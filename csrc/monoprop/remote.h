@@ -46,11 +46,11 @@ void remote_forward(const RemoteLayer& layer, std::size_t lo, std::size_t hi, do
                     const double* theirs, double pare);
 
 // The same entries backwards on interleaved states (c, lambda) per slot:
-// theirs_state holds the peer's (c, lambda) outputs per entry, ours_in and
-// theirs_in the forward inputs of both terms. Returns the d f / d phi of
-// the blocks this rank counts.
+// theirs_lambda holds the peer's lambda per entry (its c output follows from
+// the forward inputs of both terms, ours_in and theirs_in). Returns the
+// d f / d phi of the blocks this rank counts.
 double remote_adjoint(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn,
-                      double* const* state, const double* theirs_state, const double* ours_in, const double* theirs_in,
+                      double* const* state, const double* theirs_lambda, const double* ours_in, const double* theirs_in,
                       double pare);
 
 }  // namespace monoprop

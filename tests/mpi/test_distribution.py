@@ -1,7 +1,7 @@
 """MPI distribution against the single-process propagator (seed "MPI distribution").
 
 Run under mpiexec with pytest-mpi, for example
-``mpiexec -n 4 python -m pytest --only-mpi tests/mpi``. Every rank builds the same problem
+``mpiexec -n 4 pytest --with-mpi tests/mpi``. Every rank builds the same problem
 twice: distributed over ``MPI.COMM_WORLD`` (or a ``Split`` of it) and alone (``comm=None``),
 the single-process reference. Energies and gradients are global and must agree with the
 reference to 1e-12; the terms each rank holds must add up to the reference's terms (each

@@ -1,8 +1,8 @@
 """What MPI launches do on failure and misuse (seed "MPI and threads", "Failed operations").
 
 Each case launches its own ``mpiexec`` (or a singleton MPI process) in a subprocess, under a
-timeout, because its outcome is an aborted process. These tests carry no mpi mark: run them
-from one process (``mpiexec -n 1 python -m pytest --with-mpi tests/mpi``).
+timeout, because its outcome is an aborted process. They run from one process
+(the 1-rank leg of ``.ci/run``) and skip on more ranks.
 """
 
 from __future__ import annotations
@@ -18,9 +18,15 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("mpi4py")
+from mpi4py import MPI  # noqa: E402
+
 import monoprop  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not monoprop.has_mpi, reason="monoprop was built without MPI")
+pytestmark = [
+    pytest.mark.skipif(not monoprop.has_mpi, reason="monoprop was built without MPI"),
+    # Each case starts its own launch: once, from the 1-rank leg, not once per rank.
+    pytest.mark.skipif(MPI.COMM_WORLD.size > 1, reason="launch tests run from one process"),
+]
 
 TIMEOUT = 120  # seconds; an abort must come well before
 MPIEXEC = shutil.which(
