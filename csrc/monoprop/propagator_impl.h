@@ -552,6 +552,10 @@ void Propagator<A, W, I>::answer_lookups(const std::vector<int>& peers, const Ke
     RemoteBlock b;
     b.peer = r;
     b.counts = rank_ < r;
+    const std::size_t most = x.out[r].size() + x.incoming[r].size();
+    b.shards.reserve(most);
+    b.slots.reserve(most);
+    b.codes.reserve(most);
     auto add = [&](std::size_t shard, std::uint32_t slot, int code) {
       b.shards.push_back(static_cast<std::uint32_t>(shard));
       b.slots.push_back(slot);
