@@ -210,7 +210,7 @@ class Propagator final : public MonomialPropagator {
   // Drops every term appended since `sizes` (a refused operation).
   void truncate_to(const std::vector<std::size_t>& sizes);
 
-  // The part of thread t's range [lo, hi) of n entries.
+  // Thread t's part [lo, hi) of n entries.
   std::pair<std::size_t, std::size_t> chunk(int t, std::size_t n) const {
     const auto T = static_cast<std::size_t>(threads());
     return {n * static_cast<std::size_t>(t) / T, n * (static_cast<std::size_t>(t) + 1) / T};
