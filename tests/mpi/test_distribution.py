@@ -167,6 +167,20 @@ def test_graph_matches_single_process(name):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("name", ["pauli-cutoff", "majorana-support"])
+def test_wide_keys_match_single_process(name):
+    # 40 qubits or modes: 80 slots, two words per key, so the routing hash spans words.
+    dist, alone, theta, _ = built_pair(WORLD, name, n=40, gates=400, seed=23)
+    value, grad = dist.expectation_value_and_gradient(theta)
+    ref_value, ref_grad = alone.expectation_value_and_gradient(theta)
+    assert abs(value - ref_value) <= TOL
+    np.testing.assert_allclose(grad, ref_grad, rtol=0, atol=TOL)
+    union = union_of_terms(WORLD, dist.evolved_operator(theta, atol=0))
+    assert_same_terms(union, dict(alone.evolved_operator(theta, atol=0).terms), name)
+    assert alone.size() > 100  # enough terms to spread over the ranks
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("name", ["pauli-cutoff", "majorana-exact", "pauli-schrodinger"])
 def test_propagate_matches_single_process(name):
     family, config, _ = CASES[name]
