@@ -1,9 +1,11 @@
 // mpi::Comm over MPI (built with MONOPROP_MPI=ON).
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
 #include "comm.h"
 
@@ -137,6 +139,10 @@ void Comm::exchange(std::vector<Parcel>& parcels, std::size_t record) const {
 void Comm::abort(const std::string& message) const {
   std::fprintf(stderr, "monoprop: rank %d: %s\n", rank(), message.c_str());
   std::fflush(stderr);
+  // The launcher forwards each rank's stderr through a pipe and stops doing
+  // so once MPI_Abort has it kill the ranks: give it a moment to pass the
+  // message on first.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   MPI_Abort(impl_ ? impl_->comm : MPI_COMM_WORLD, 1);
   std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest
 }
