@@ -194,6 +194,8 @@ class Propagator final : public MonomialPropagator {
   // lambdas); `ours` and `theirs` hold both sides' inputs, `swap` 2 doubles per entry.
   void remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* c, double* ours,
                    double* theirs, double pare) const;
+  void swap_with_peers(int t, Team& team, const RemoteLayer& layer, const double* const* base, std::size_t stride,
+                       std::size_t offset, double* send, double* received) const;
   double remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* state,
                           const double* ours, const double* theirs, double* swap, double pare) const;
   // One COMMROUTE line when a circuit's rank shifts leave ranks empty.

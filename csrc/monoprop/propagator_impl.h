@@ -599,40 +599,17 @@ void Propagator<A, W, I>::answer_lookups(const std::vector<int>& peers, const Ke
   }
 }
 
-// Forward through a remote layer: thread t sends its part of the entries'
-// inputs, the primary swaps them with the peers, and each thread updates
-// its part.
+// Thread t sends its part of the layer's entries, value base[shard][stride *
+// slot + offset] each, the primary swaps them with the peers, and `received`
+// holds the peers' values once every thread is past the last barrier.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn,
-                                      double* const* c, double* ours, double* theirs, double pare) const {
+void Propagator<A, W, I>::swap_with_peers(int t, Team& team, const RemoteLayer& layer, const double* const* base,
+                                          std::size_t stride, std::size_t offset, double* send,
+                                          double* received) const {
   const auto [lo, hi] = chunk(t, layer.entries);
-  for (const RemoteBlock& b : layer.blocks) {
-    const std::size_t from = std::max(lo, b.start), to = std::min(hi, b.start + b.size());
-    for (std::size_t i = from; i < to; ++i) ours[i] = c[b.shards[i - b.start]][b.slots[i - b.start]];
-  }
-  team.sync(t);
-  if (t == 0) {
-    std::vector<mpi::Parcel> parcels;
-    for (const RemoteBlock& b : layer.blocks)
-      parcels.push_back({b.peer, ours + b.start, b.size(), theirs + b.start, b.size(), nullptr});
-    config_.comm.exchange(parcels, sizeof(double));
-  }
-  team.sync(t);
-  remote_forward(layer, lo, hi, cs, sn, c, theirs, pare);
-}
-
-template <typename A, int W, typename I>
-double Propagator<A, W, I>::remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn,
-                                             double* const* state, const double* ours, const double* theirs,
-                                             double* swap, double pare) const {
-  const auto [lo, hi] = chunk(t, layer.entries);
-  double* send = swap;
-  double* received = swap + layer.entries;
-  for (const RemoteBlock& b : layer.blocks) {
-    const std::size_t from = std::max(lo, b.start), to = std::min(hi, b.start + b.size());
-    for (std::size_t i = from; i < to; ++i)
-      send[i] = state[b.shards[i - b.start]][2 * std::size_t{b.slots[i - b.start]} + 1];
-  }
+  for_entries(layer, lo, hi, [&](const RemoteBlock& b, std::size_t e, std::size_t i) {
+    send[i] = base[b.shards[e]][stride * b.slots[e] + offset];
+  });
   team.sync(t);
   if (t == 0) {
     std::vector<mpi::Parcel> parcels;
@@ -641,6 +618,26 @@ double Propagator<A, W, I>::remote_step_back(int t, Team& team, const RemoteLaye
     config_.comm.exchange(parcels, sizeof(double));
   }
   team.sync(t);
+}
+
+// Forward through a remote layer: the entries' inputs are swapped, then each
+// thread updates its part.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn,
+                                      double* const* c, double* ours, double* theirs, double pare) const {
+  swap_with_peers(t, team, layer, c, 1, 0, ours, theirs);
+  const auto [lo, hi] = chunk(t, layer.entries);
+  remote_forward(layer, lo, hi, cs, sn, c, theirs, pare);
+}
+
+// Backwards: the entries' lambdas (odd places of the interleaved states) are swapped.
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn,
+                                             double* const* state, const double* ours, const double* theirs,
+                                             double* swap, double pare) const {
+  double* received = swap + layer.entries;
+  swap_with_peers(t, team, layer, state, 2, 1, swap, received);
+  const auto [lo, hi] = chunk(t, layer.entries);
   return remote_adjoint(layer, lo, hi, cs, sn, state, received, ours, theirs, pare);
 }
 

@@ -8,14 +8,6 @@ namespace monoprop {
 namespace {
 using namespace rotation;
 
-// Calls f(block, i) for the entries i of each block that fall in [lo, hi) of the layer.
-template <typename F>
-void for_entries(const RemoteLayer& layer, std::size_t lo, std::size_t hi, F&& f) {
-  for (const RemoteBlock& b : layer.blocks) {
-    const std::size_t from = std::max(lo, b.start), to = std::min(hi, b.start + b.size());
-    for (std::size_t i = from; i < to; ++i) f(b, i - b.start, i);
-  }
-}
 }  // namespace
 
 void remote_forward(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn, double* const* c,

@@ -6,6 +6,7 @@
 // terms in that order, receives its peer's, and updates its own terms.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -39,6 +40,16 @@ struct RemoteLayer {
     return n;
   }
 };
+
+// Calls f(block, e, i) for each entry i in [lo, hi) of the layer, e being
+// its position within its block.
+template <typename F>
+void for_entries(const RemoteLayer& layer, std::size_t lo, std::size_t hi, F&& f) {
+  for (const RemoteBlock& b : layer.blocks) {
+    const std::size_t from = std::max(lo, b.start), to = std::min(hi, b.start + b.size());
+    for (std::size_t i = from; i < to; ++i) f(b, i - b.start, i);
+  }
+}
 
 // Entries [lo, hi) of a layer forward at (cos, sin) = (cs, sn): c[s] is shard
 // s's coefficients, theirs[i] the peer's input of entry i.
