@@ -10,6 +10,7 @@ term on exactly one rank, the identity once), and so must sizes and graph sizes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -112,6 +113,28 @@ def assert_same_terms(actual: dict, expected: dict, context: str) -> None:
     assert worst <= TOL, f"{context}: coefficients differ by {worst:.3g}"
 
 
+def assert_same_results(comm, dist, alone, theta, context: str) -> None:
+    """Value and gradient equal the single process's; the ranks' terms add up to its terms."""
+    value, grad = dist.expectation_value_and_gradient(theta)
+    ref_value, ref_grad = alone.expectation_value_and_gradient(theta)
+    assert abs(value - ref_value) <= TOL, context
+    np.testing.assert_allclose(grad, ref_grad, rtol=0, atol=TOL, err_msg=context)
+    union = union_of_terms(comm, dist.evolved_operator(theta, atol=0))
+    assert_same_terms(union, dict(alone.evolved_operator(theta, atol=0).terms), context)
+
+
+@contextlib.contextmanager
+def sub_world(size: int):
+    """The first `size` ranks of WORLD as a communicator (None on the others, which wait)."""
+    comm = WORLD.Split(0 if WORLD.rank < size else MPI.UNDEFINED, WORLD.rank)
+    try:
+        yield None if comm == MPI.COMM_NULL else comm
+    finally:
+        if comm != MPI.COMM_NULL:
+            comm.Free()
+        WORLD.Barrier()
+
+
 def built_pair(comm, name: str, n: int = 6, gates: int = 30, seed: int = 11):
     """The same build, distributed over `comm` and alone; with the circuit's parameters."""
     family, config, options = CASES[name]
@@ -137,19 +160,14 @@ def built_pair(comm, name: str, n: int = 6, gates: int = 30, seed: int = 11):
 def test_graph_matches_single_process(name):
     dist, alone, theta, _ = built_pair(WORLD, name)
     context = f"{name} on {WORLD.size} ranks, T={dist.num_threads}"
-    value, grad = dist.expectation_value_and_gradient(theta)
-    ref_value, ref_grad = alone.expectation_value_and_gradient(theta)
-    assert abs(value - ref_value) <= TOL, context
-    np.testing.assert_allclose(grad, ref_grad, rtol=0, atol=TOL, err_msg=context)
+    assert_same_results(WORLD, dist, alone, theta, context)
+    ref_value = alone.expectation_value(theta)
     assert abs(dist.expectation_value(theta) - ref_value) <= TOL, context
     # Paring is decided per entry from both coefficients, the same on either side.
     pared = dist.expectation_value_and_gradient_functional(pare_threshold=1e-3)(theta)
     ref_pared = alone.expectation_value_and_gradient_functional(pare_threshold=1e-3)(theta)
     assert abs(pared[0] - ref_pared[0]) <= TOL, context
     np.testing.assert_allclose(pared[1], ref_pared[1], rtol=0, atol=TOL, err_msg=context)
-
-    union = union_of_terms(WORLD, dist.evolved_operator(theta, atol=0))
-    assert_same_terms(union, dict(alone.evolved_operator(theta, atol=0).terms), context)
     # Sizes are rank-local and add up; so does the graph (a rotation between two ranks
     # counts once).
     assert WORLD.allreduce(dist.size()) == alone.size(), context
@@ -171,12 +189,7 @@ def test_graph_matches_single_process(name):
 def test_wide_keys_match_single_process(name):
     # 40 qubits or modes: 80 slots, two words per key, so the routing hash spans words.
     dist, alone, theta, _ = built_pair(WORLD, name, n=40, gates=400, seed=23)
-    value, grad = dist.expectation_value_and_gradient(theta)
-    ref_value, ref_grad = alone.expectation_value_and_gradient(theta)
-    assert abs(value - ref_value) <= TOL
-    np.testing.assert_allclose(grad, ref_grad, rtol=0, atol=TOL)
-    union = union_of_terms(WORLD, dist.evolved_operator(theta, atol=0))
-    assert_same_terms(union, dict(alone.evolved_operator(theta, atol=0).terms), name)
+    assert_same_results(WORLD, dist, alone, theta, name)
     assert alone.size() > 100  # enough terms to spread over the ranks
 
 
@@ -262,25 +275,15 @@ def with_routing(value: str | None, body):
 
 @pytest.mark.mpi(min_size=4)
 def test_three_ranks_need_splitmix_routing():
-    three = WORLD.Split(0 if WORLD.rank < 3 else MPI.UNDEFINED, WORLD.rank)
-    if three == MPI.COMM_NULL:  # the fourth rank sits this one out
-        WORLD.Barrier()
-        return
-    try:
+    with sub_world(3) as three:
+        if three is None:  # the fourth rank sits this one out
+            return
         with pytest.raises(RuntimeError, match="monoprop_ROUTING=splitmix"):
             built_pair(three, "pauli-exact", gates=8)
         dist, alone, theta, _ = with_routing(
             "splitmix", lambda: built_pair(three, "pauli-exact", gates=20)
         )
-        value, grad = dist.expectation_value_and_gradient(theta)
-        ref_value, ref_grad = alone.expectation_value_and_gradient(theta)
-        assert abs(value - ref_value) <= TOL
-        np.testing.assert_allclose(grad, ref_grad, rtol=0, atol=TOL)
-        union = union_of_terms(three, dist.evolved_operator(theta, atol=0))
-        assert_same_terms(union, dict(alone.evolved_operator(theta, atol=0).terms), "splitmix")
-    finally:
-        three.Free()
-        WORLD.Barrier()
+        assert_same_results(three, dist, alone, theta, "splitmix on 3 ranks")
 
 
 @pytest.mark.mpi(min_size=2)
@@ -288,10 +291,7 @@ def test_splitmix_matches_on_power_of_two_ranks():
     dist, alone, theta, _ = with_routing(
         "splitmix", lambda: built_pair(WORLD, "majorana-len-k", gates=20)
     )
-    value, grad = dist.expectation_value_and_gradient(theta)
-    ref_value, ref_grad = alone.expectation_value_and_gradient(theta)
-    assert abs(value - ref_value) <= TOL
-    np.testing.assert_allclose(grad, ref_grad, rtol=0, atol=TOL)
+    assert_same_results(WORLD, dist, alone, theta, "splitmix")
 
 
 @pytest.mark.mpi(min_size=2)
@@ -336,11 +336,9 @@ def test_seed_changes_placement_not_results():
 def test_commroute_when_shifts_span_fewer_bits(capfd):
     # One gate has one shift: it spans at most 1 of the d = 2 bits of 4 ranks, so the terms
     # of a single-term observable reach only 2 ranks.
-    four = WORLD.Split(0 if WORLD.rank < 4 else MPI.UNDEFINED, WORLD.rank)
-    if four == MPI.COMM_NULL:
-        WORLD.Barrier()
-        return
-    try:
+    with sub_world(4) as four:
+        if four is None:
+            return
         capfd.readouterr()
         prop = PauliPropagator(PauliOperator({"ZZZZ": 1.0}, 4), [], cutoff=8, comm=four)
         circuit = Circuit([ExpGate(PauliOperator({"XIII": 1.0}, 4))], 4)
@@ -358,9 +356,6 @@ def test_commroute_when_shifts_span_fewer_bits(capfd):
         prop.build_graph(ansatz)
         four.Barrier()
         assert "COMMROUTE" not in capfd.readouterr().err
-    finally:
-        four.Free()
-        WORLD.Barrier()
 
 
 @pytest.mark.mpi
