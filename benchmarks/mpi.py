@@ -67,7 +67,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # benchmarks/ is not a package
 from propagate import _proc_status_mb, fmt_num, import_monoprop  # noqa: E402
 from threads import CONFIGS as THREAD_CONFIGS  # noqa: E402
-from threads import fh_workload, kicked_ising_workload, make_propagator, relative  # noqa: E402
+from threads import (  # noqa: E402
+    fh_workload,
+    job_for,
+    kicked_ising_workload,
+    make_propagator,
+    relative,
+)
 
 TARGET = 1.7  # 2 ranks over 1 rank, T = 1 each
 REL_TOL = 1e-9  # 2 ranks against 1 rank: energies and gradient, relative
@@ -303,15 +309,8 @@ def main() -> int:
     failures = []
     info = None
     for name in names:
-        size, prop_steps, replay_steps, atol = CONFIGS[mode][name]
-        job = {
-            "name": name,
-            "size": size,
-            "prop_steps": prop_steps,
-            "replay_steps": replay_steps,
-            "atol": atol,
-            "repeat": repeat,
-        }
+        job = job_for(name, mode, repeat)
+        prop_steps, replay_steps, atol = job["prop_steps"], job["replay_steps"], job["atol"]
         results = {r: spawn(mpiexec, r, job, timeout) for r in RANKS}
         base = results[1]
         desc = next((r["desc"] for r in results.values() if "desc" in r), name)

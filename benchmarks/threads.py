@@ -145,6 +145,19 @@ def fh_workload(L: int) -> dict:
 WORKLOADS = {"ising": kicked_ising_workload, "tfim": tfim2d_workload, "fh": fh_workload}
 
 
+def job_for(name: str, mode: str, repeat: int) -> dict:
+    """What a worker child runs for workload `name` at size `mode` ("quick" or "full")."""
+    size, prop_steps, replay_steps, atol = CONFIGS[mode][name]
+    return {
+        "name": name,
+        "size": size,
+        "prop_steps": prop_steps,
+        "replay_steps": replay_steps,
+        "atol": atol,
+        "repeat": repeat,
+    }
+
+
 def make_propagator(mp, wl: dict, steps: int, atol: float):
     """(propagator, circuit of `steps` steps in application order with its angles bound)."""
     from monoprop.pauli import Pauli, PauliOperator
@@ -289,15 +302,8 @@ def main() -> int:
     failures = []
     module = build_type = None
     for name in names:
-        size, prop_steps, replay_steps, atol = CONFIGS[mode][name]
-        job = {
-            "name": name,
-            "size": size,
-            "prop_steps": prop_steps,
-            "replay_steps": replay_steps,
-            "atol": atol,
-            "repeat": repeat,
-        }
+        job = job_for(name, mode, repeat)
+        prop_steps, replay_steps, atol = job["prop_steps"], job["replay_steps"], job["atol"]
         results = {t: spawn(job, t, timeout) for t in threads}
         base = results[1]
         desc = next((r["desc"] for r in results.values() if "desc" in r), name)
