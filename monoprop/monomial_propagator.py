@@ -421,7 +421,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
     def graph(self) -> list[dict[str, np.ndarray]]:
         """The shard's graph, one dict per layer in application order: ``pairs`` (m, 2)
-        with ``pair_signs``, ``halves`` (h, 2) with ``half_signs``, and ``cos_only``."""
+        with ``pair_signs``, ``halves`` (h, 2) with ``half_signs``, and ``cos_only``. Under
+        MPI these are this rank's entries; those it shares with another rank are not in this
+        layout."""
         return self._engine.graph()
 
     def graph_data(self) -> dict[str, np.ndarray]:
