@@ -280,6 +280,8 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         It keeps the parameter mapping it was made with, raises
         :class:`~monoprop.exceptions.StaleFunctionalError` once the graph or operator changes,
         and borrows the propagator: keep the propagator alive while you use it.
+        ``fn.check()`` raises the error a call would raise, without replaying: a cache of
+        earlier results uses it to tell whether they still hold.
         """
         engine, mapping = self._functional_state()
         pare = _pare(pare_threshold)
@@ -287,7 +289,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         def expectation_value(parameters: ParameterValues = None) -> float:
             return engine().expectation_value(parameter_list(parameters), pare, mapping)
 
-        return expectation_value
+        return _with_check(expectation_value, engine)
 
     def expectation_value_and_gradient_functional(
         self, pare_threshold: float | None = None
@@ -312,7 +314,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
                 parameter_list(parameters), pare, mapping
             )
 
-        return expectation_value_and_gradient
+        return _with_check(expectation_value_and_gradient, engine)
 
     expval_functional = expectation_value_functional
     expval_and_grad_functional = expectation_value_and_gradient_functional
@@ -560,6 +562,17 @@ class _progress:
     def __exit__(self, *exc: object) -> None:
         if self.enabled:
             self.engine.set_progress(None)
+
+
+def _with_check(functional: Callable, checked_engine: Callable[[], Any]) -> Callable:
+    """Give a functional its ``check()``: the staleness and validity tests of a call, run
+    without replaying the graph."""
+
+    def check() -> None:
+        checked_engine()
+
+    functional.check = check
+    return functional
 
 
 def _pare(threshold: float | None) -> float:

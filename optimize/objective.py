@@ -1,0 +1,288 @@
+"""Guarded value-and-gradient callables over a propagator's recorded graph.
+
+A propagator's functionals refuse to run once the graph or the operator they were made from
+has changed (:class:`~monoprop.StaleFunctionalError`) or once the propagator failed part-way
+through an operation (:class:`~monoprop.InvalidPropagatorError`). The guard here turns the
+first into a fresh functional and the second into a call to the user's ``rebuild``, so that an
+optimiser keeps going across ADAPT steps, operator updates and reseeds, and never gets a value
+from a state the propagator no longer holds.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from monoprop import InvalidPropagatorError, MonomialPropagator, StaleFunctionalError
+
+__all__ = ["Evaluation", "Objective", "value_and_grad"]
+
+Rebuild = Callable[..., MonomialPropagator]
+
+
+class Evaluation(NamedTuple):
+    """One replay of the graph: the point, the value there and the gradient's 2-norm."""
+
+    x: np.ndarray
+    value: float
+    gradient_norm: float
+
+
+class _Guard:
+    """Evaluates a propagator through its functionals, replacing stale ones and rebuilding an
+    invalid propagator. Holds no results: every call replays."""
+
+    def __init__(
+        self, propagator: Any, pare_threshold: float | None, rebuild: Rebuild | None
+    ) -> None:
+        if not isinstance(propagator, MonomialPropagator):
+            raise TypeError(
+                "expected a PauliPropagator or MajoranaPropagator with a recorded graph; got "
+                f"{type(propagator).__name__}. Build one and call build_graph(circuit) first."
+            )
+        if rebuild is not None and not callable(rebuild):
+            raise TypeError(f"rebuild must be a callable returning a propagator; got {rebuild!r}.")
+        self.propagator = propagator
+        self.pare_threshold = pare_threshold
+        self.rebuild = rebuild
+        self._takes_seed = rebuild is not None and _accepts_one_argument(rebuild)
+        self.refreshes = 0
+        self.rebuilds = 0
+        self._functionals: dict[bool, Callable] = {}
+        self._functional(True)  # a bad pare_threshold or an invalid propagator fails here
+
+    @property
+    def n_parameters(self) -> int:
+        return self.propagator.n_parameters
+
+    def __call__(self, x: np.ndarray, gradient: bool = True) -> Any:
+        """``(value, gradient)`` when ``gradient`` else the value, at ``x``."""
+        try:
+            return self._call(x, gradient)
+        except StaleFunctionalError:
+            # The graph was extended or the operator updated on purpose: the propagator
+            # itself is fine, so a new functional sees what it holds now.
+            self.refreshes += 1
+            self._functionals.clear()
+            return self._call(x, gradient)
+
+    def _call(self, x: np.ndarray, gradient: bool) -> Any:
+        try:
+            return self._functional(gradient)(x)
+        except InvalidPropagatorError as error:
+            if self.rebuild is None:
+                raise InvalidPropagatorError(
+                    f"the propagator being optimised failed in an earlier operation and can no "
+                    f"longer be evaluated ({error}). Construct a new propagator and a new "
+                    "Objective, or pass rebuild= (a callable returning a fresh propagator) so "
+                    "that the optimisation rebuilds it and goes on."
+                ) from error
+        self.replace(self.rebuilt(x))
+        return self._functional(gradient)(x)
+
+    def rebuilt(self, x: np.ndarray) -> MonomialPropagator:
+        """A new propagator from ``rebuild``, seeded at ``x`` when it takes a seed."""
+        if self.rebuild is None:
+            raise ValueError("no rebuild= callable was given; pass one to rebuild or reseed.")
+        propagator = self.rebuild(np.array(x)) if self._takes_seed else self.rebuild()
+        self.rebuilds += 1
+        if not isinstance(propagator, MonomialPropagator):
+            raise TypeError(
+                f"rebuild() returned {type(propagator).__name__}; it must return a new "
+                "PauliPropagator or MajoranaPropagator with its graph built."
+            )
+        if propagator.n_parameters != len(x):
+            raise ValueError(
+                f"rebuild() returned a propagator with {propagator.n_parameters} parameters but "
+                f"the optimisation has {len(x)}; rebuild the same circuit."
+            )
+        return propagator
+
+    def replace(self, propagator: MonomialPropagator) -> None:
+        """Evaluate ``propagator`` from now on."""
+        self.propagator = propagator
+        self._functionals.clear()
+
+    def is_current(self) -> bool:
+        """Whether a call now would replay the same graph and operator as the last one."""
+        functional = self._functionals.get(True)
+        if functional is None:
+            return False
+        try:
+            functional.check()
+        except (StaleFunctionalError, InvalidPropagatorError):
+            return False
+        return True
+
+    def _functional(self, gradient: bool) -> Callable:
+        functional = self._functionals.get(gradient)
+        if functional is None:
+            make = (
+                self.propagator.expectation_value_and_gradient_functional
+                if gradient
+                else self.propagator.expectation_value_functional
+            )
+            functional = self._functionals[gradient] = make(self.pare_threshold)
+        return functional
+
+
+def _accepts_one_argument(function: Callable) -> bool:
+    """True if ``function(x)`` binds, False if only ``function()`` does; else TypeError."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin without a signature: assume the seed form
+        return True
+    for arguments in ((None,), ()):
+        try:
+            signature.bind(*arguments)
+        except TypeError:
+            continue
+        return bool(arguments)
+    raise TypeError(
+        f"rebuild={function!r} must be callable as rebuild(seed_parameters) or rebuild()."
+    )
+
+
+class Objective:
+    """``obj(x) -> (value, gradient)`` of a propagator's graph, for ``scipy.optimize``.
+
+    ``obj`` plugs straight into ``scipy.optimize.minimize(obj, x0, jac=True)``;
+    ``obj.value(x)`` and ``obj.gradient(x)`` serve optimisers that ask for them separately, and
+    a one-entry cache makes such a pair at the same ``x`` cost one replay. Every replay is
+    counted in ``nfev`` and recorded in ``history`` (:class:`Evaluation` tuples).
+
+    The guard: when the propagator's graph was extended (``build_graph``) or its operator
+    updated (``update_initial_operator``), the next call takes a new functional and counts it
+    in ``refreshes``; the cache is never used across such a change. When the propagator failed
+    part-way through an operation, ``rebuild`` (if given) is called for a new one, as
+    ``rebuild(x)`` with the point being evaluated when it takes an argument, else as
+    ``rebuild()``, and counted in ``rebuilds``; without ``rebuild`` the call raises
+    :class:`~monoprop.InvalidPropagatorError` saying how to recover.
+
+    >>> import numpy as np
+    >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
+    >>> prop = PauliPropagator(PauliOperator({"Z": 1.0}, 1), [], cutoff=1)
+    >>> prop.build_graph(Circuit([ExpGate(PauliOperator({"X": 1.0}, 1))], 1))
+    >>> obj = Objective(prop)
+    >>> value, grad = obj([0.25])                 # cos(0.5), -2 sin(0.5)
+    >>> round(value, 6), grad.round(6).tolist()
+    (0.877583, [-0.958851])
+    >>> obj.gradient([0.25]).round(6).tolist(), obj.nfev    # from the cache
+    ([-0.958851], 1)
+    """
+
+    def __init__(
+        self,
+        propagator: MonomialPropagator,
+        *,
+        pare_threshold: float | None = None,
+        rebuild: Rebuild | None = None,
+    ) -> None:
+        self._guard = _Guard(propagator, pare_threshold, rebuild)
+        self.nfev = 0
+        self.history: list[Evaluation] = []
+        self._cached: tuple[np.ndarray, float, np.ndarray] | None = None
+
+    def __call__(self, x: Any) -> tuple[float, np.ndarray]:
+        """Value and gradient at ``x`` (a replay unless ``x`` was the last point asked)."""
+        x = _point(x)
+        cached = self._cached
+        if cached is not None and np.array_equal(cached[0], x) and self._guard.is_current():
+            return cached[1], cached[2].copy()
+        value, gradient = self._guard(x)
+        value, gradient = float(value), np.asarray(gradient, dtype=np.float64)
+        self.nfev += 1
+        self.history.append(Evaluation(x.copy(), value, float(np.linalg.norm(gradient))))
+        self._cached = (x.copy(), value, gradient)
+        return value, gradient.copy()
+
+    def value(self, x: Any) -> float:
+        """The value at ``x``; the gradient comes with it and is cached for :meth:`gradient`."""
+        return self(x)[0]
+
+    def gradient(self, x: Any) -> np.ndarray:
+        """The gradient at ``x``."""
+        return self(x)[1]
+
+    @property
+    def propagator(self) -> MonomialPropagator:
+        """The propagator evaluated now (a rebuild or reseed replaces it)."""
+        return self._guard.propagator
+
+    @property
+    def n_parameters(self) -> int:
+        return self._guard.n_parameters
+
+    @property
+    def refreshes(self) -> int:
+        """New functionals taken because the graph or operator changed."""
+        return self._guard.refreshes
+
+    @property
+    def rebuilds(self) -> int:
+        """Propagators made by ``rebuild`` (after a failure, or to reseed)."""
+        return self._guard.rebuilds
+
+    @property
+    def can_rebuild(self) -> bool:
+        return self._guard.rebuild is not None
+
+    def reseed(self, x: Any) -> None:
+        """Replace the propagator by ``rebuild(x)``: its graph truncated with coefficients
+        at ``x``. Needs a ``rebuild`` that takes the seed."""
+        x = _point(x)
+        if not self._guard._takes_seed:
+            raise ValueError(
+                "reseeding needs rebuild=f with f(seed_parameters) returning a new propagator "
+                "whose graph was built with build_graph(circuit, seed_parameters=seed)."
+            )
+        self._guard.replace(self._guard.rebuilt(x))
+        self._cached = None
+
+    def __repr__(self) -> str:
+        return (
+            f"Objective({self.propagator!r}, nfev={self.nfev}, refreshes={self.refreshes}, "
+            f"rebuilds={self.rebuilds})"
+        )
+
+
+def value_and_grad(
+    propagator: MonomialPropagator,
+    *,
+    pare_threshold: float | None = None,
+    rebuild: Rebuild | None = None,
+) -> Callable[[Any], tuple[float, np.ndarray]]:
+    """The pure function ``x -> (value, gradient)`` of the propagator's graph, JAX style.
+
+    Unlike :class:`Objective` it keeps no cache, counters or history: each call replays. It is
+    guarded the same way (a new functional after graph or operator changes, ``rebuild`` after a
+    failure).
+
+    >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
+    >>> prop = PauliPropagator(PauliOperator({"Z": 1.0}, 1), [], cutoff=1)
+    >>> prop.build_graph(Circuit([ExpGate(PauliOperator({"X": 1.0}, 1))], 1))
+    >>> f = value_and_grad(prop)
+    >>> value, grad = f([0.25])
+    >>> round(value, 6), grad.round(6).tolist()
+    (0.877583, [-0.958851])
+    """
+    guard = _Guard(propagator, pare_threshold, rebuild)
+
+    def value_and_gradient(x: Any) -> tuple[float, np.ndarray]:
+        value, gradient = guard(_point(x))
+        return float(value), np.asarray(gradient, dtype=np.float64)
+
+    return value_and_gradient
+
+
+def _point(x: Any) -> np.ndarray:
+    point = np.asarray(x, dtype=np.float64)
+    if point.ndim != 1:
+        raise ValueError(
+            f"a parameter vector must be 1-D; got an array of shape {point.shape}. Pass one "
+            "point at a time (use jax.vmap over monoprop.optimize.jax.expectation for batches)."
+        )
+    return point
