@@ -1,0 +1,196 @@
+"""An Optuna study of truncation settings for a TFIM VQE with monoprop.
+
+H = -sum_i Z_i Z_{i+1} - h sum_i X_i on an open chain, ansatz as in vqe_tfim.py. Each trial
+picks the Pauli-weight cutoff (max_weight), the coefficient floor lower_atol (seeded at the
+optimiser's current angles every 10 iterations), the ansatz depth and the optimiser, then
+runs the VQE with monoprop.optimize.run_study. A truncated energy is not variational: too
+hard a truncation can go below the ground state, and a study that minimises it will find
+such settings. Trials that do are pruned, and the best trials are replayed
+(optuna.trial.FixedTrial) and their angles evaluated without truncation.
+
+    python examples/optuna_study.py --trials 40
+
+Several workers on one machine share the SQLite file monoprop.db in the working directory:
+
+    for i in 1 2 3 4; do python examples/optuna_study.py --trials 40 & done; wait
+
+Workers on a cluster share a PostgreSQL database (run this on every node, or in a job array):
+
+    python examples/optuna_study.py --trials 400 --storage postgresql://user:pw@dbhost/optuna
+
+One MPI launch is one worker whose ranks share each propagator (needs mpi4py and monoprop
+built with MONOPROP_MPI=ON):
+
+    OMP_NUM_THREADS=1 monoprop_NUM_THREADS=1 timeout 600 mpiexec -n 2 \\
+        python examples/optuna_study.py --mpi
+
+With --multi-objective the study trades energy against graph entries (the cost of one replay)
+and prints the Pareto front.
+"""
+
+from __future__ import annotations
+
+import argparse
+from functools import partial
+
+import numpy as np
+import optuna
+from monoprop.optimize import minimize, run_study
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import TrialState
+
+from monoprop import Circuit, ExpGate, Pauli, PauliOperator, PauliPropagator
+
+
+def tfim_hamiltonian(n: int, field: float) -> PauliOperator:
+    terms = {Pauli("ZZ", (i, i + 1)): -1.0 for i in range(n - 1)}
+    terms.update({Pauli("X", i): -field for i in range(n)})
+    return PauliOperator(terms, n)
+
+
+def ground_energy(n: int, field: float) -> float:
+    # Jordan-Wigner makes the open chain free fermions (Pfeuty 1970): the ground energy is
+    # minus the sum of the singular values of the bidiagonal matrix [h on, J = 1 above].
+    bidiagonal = np.diag(np.full(n, field)) + np.diag(np.ones(n - 1), 1)
+    return -float(np.linalg.svd(bidiagonal, compute_uv=False).sum())
+
+
+def ansatz(n: int, layers: int) -> Circuit:
+    gates = [ExpGate(PauliOperator({Pauli("Y", i): 1.0}, n)) for i in range(n)]
+    for _ in range(layers):
+        gates += [ExpGate(PauliOperator({Pauli("ZZ", (i, i + 1)): 1.0}, n)) for i in range(n - 1)]
+        gates += [ExpGate(PauliOperator({Pauli("X", i): 1.0}, n)) for i in range(n)]
+    return Circuit(gates, n)
+
+
+def make_problem(trial, hamiltonian: PauliOperator, ground: float, comm) -> tuple:
+    """The trial's propagator, starting point and minimize settings."""
+    n = hamiltonian.num_qubits
+    layers = trial.suggest_int("layers", 1, 4)
+    max_weight = trial.suggest_int("max_weight", 2, n)
+    lower_atol = trial.suggest_float("lower_atol", 1e-6, 1e-2, log=True)
+    method = trial.suggest_categorical("method", ["L-BFGS-B", "BFGS"])
+    maxiter = trial.suggest_int("maxiter", 50, 300, step=50)
+    circuit = ansatz(n, layers)
+
+    def propagator(seed: np.ndarray) -> PauliPropagator:
+        prop = PauliPropagator(hamiltonian, [], cutoff=max_weight, lower_atol=lower_atol, comm=comm)
+        prop.build_graph(circuit, seed_parameters=seed)
+        return prop
+
+    def check(intermediate_result) -> None:
+        # Without a known ground energy, compare with a tighter truncation instead.
+        if intermediate_result.fun < ground - 1e-9:
+            raise optuna.TrialPruned("below the ground energy: truncated too hard")
+
+    # A fixed start, so that FixedTrial(params) replays the trial exactly.
+    x0 = np.random.default_rng(1).normal(scale=0.1, size=circuit.n_parameters)
+    settings = {
+        "method": method,
+        "options": {"maxiter": maxiter},
+        "rebuild": propagator,
+        "reseed_every": 10,
+        "callback": check,
+    }
+    return propagator(x0), x0, settings
+
+
+def untruncated_energy(params: dict, hamiltonian: PauliOperator, ground: float, comm) -> float:
+    """Replay the trial with ``params`` and evaluate its angles without truncation."""
+    prop, x0, settings = make_problem(optuna.trial.FixedTrial(params), hamiltonian, ground, comm)
+    angles = minimize(prop, x0, **settings).x
+    n = hamiltonian.num_qubits
+    exact = PauliPropagator(hamiltonian, [], cutoff=n, comm=comm)  # weight <= n: no truncation
+    exact.build_graph(ansatz(n, params["layers"]))
+    return exact.expval(angles)
+
+
+def summary(study: optuna.Study, ground: float) -> list:
+    """Print the study's counts; return its best trial, or its Pareto front by energy."""
+    complete = study.get_trials(states=[TrialState.COMPLETE])
+    pruned = study.get_trials(states=[TrialState.PRUNED])
+    # The guard prunes after the energy was reported. Multi-objective trials report nothing,
+    # and only the guard prunes them.
+    too_hard = [t for t in pruned if min(t.intermediate_values.values(), default=-1e300) < ground]
+    print(
+        f"study {study.study_name!r}: {len(study.trials)} trials: {len(complete)} complete, "
+        f"{len(pruned)} pruned ({len(too_hard)} below the ground energy)"
+    )
+    if not complete:
+        return []
+    if len(study.directions) == 1:
+        print("best trial:")
+        return [study.best_trial]
+    print("Pareto front (energy against graph entries):")
+    return sorted(study.best_trials, key=lambda trial: trial.values[0])
+
+
+def storage_from(url: str | None):
+    if url is not None and url.startswith("journal:"):
+        return JournalStorage(JournalFileBackend(url.removeprefix("journal:")))
+    return url
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=30, help="trials in the study, all workers")
+    parser.add_argument(
+        "--storage",
+        default=None,
+        help="Optuna storage: default SQLite monoprop.db in the working directory; "
+        "journal:PATH for a JournalFileBackend log file (one node or a shared file system "
+        "without a database server); postgresql://user:pw@host/db for a cluster",
+    )
+    parser.add_argument("--study-name", default=None, help="default: tfim-<qubits>[-pareto]")
+    parser.add_argument(
+        "--multi-objective", action="store_true", help="minimise energy and graph entries"
+    )
+    parser.add_argument("--qubits", type=int, default=6)
+    parser.add_argument("--field", type=float, default=1.0, help="transverse field h (J = 1)")
+    parser.add_argument("--seed", type=int, default=None, help="sampler seed (one worker)")
+    parser.add_argument("--mpi", action="store_true", help="one worker over MPI.COMM_WORLD")
+    args = parser.parse_args()
+
+    comm = None
+    if args.mpi:
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+    root = comm is None or comm.rank == 0
+    n = args.qubits
+    hamiltonian = tfim_hamiltonian(n, args.field)
+    ground = ground_energy(n, args.field)
+    name = args.study_name or f"tfim-{n}" + ("-pareto" if args.multi_objective else "")
+    if root:
+        print(f"TFIM chain, {n} qubits, h = {args.field}: ground energy {ground:.10f}")
+
+    study = run_study(
+        partial(make_problem, hamiltonian=hamiltonian, ground=ground, comm=comm),
+        n_trials=args.trials,
+        storage=storage_from(args.storage),
+        study_name=name,
+        sampler=optuna.samplers.TPESampler(seed=args.seed),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=50),
+        directions=["minimize", "minimize"] if args.multi_objective else None,
+        comm=comm,
+    )
+    best = summary(study, ground) if root else None
+    if comm is not None:  # every rank takes part in the replays
+        best = comm.bcast(best, root=0)
+    for trial in best:
+        check = untruncated_energy(trial.params, hamiltonian, ground, comm)
+        if root:
+            print(
+                f"  trial {trial.number}: energy {trial.values[0]:.10f}, untruncated "
+                f"{check:.10f} (error {check - ground:.1e}), "
+                f"{trial.user_attrs['graph_entries']} graph entries\n    "
+                + " ".join(
+                    f"{k}={v:.2g}" if isinstance(v, float) else f"{k}={v}"
+                    for k, v in trial.params.items()
+                )
+            )
+
+
+if __name__ == "__main__":
+    main()
