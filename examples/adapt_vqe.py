@@ -24,9 +24,9 @@ import os
 import time
 
 import numpy as np
-from monoprop.optimize import Objective, minimize
 
 from monoprop import Circuit, ExpGate, Pauli, PauliOperator, PauliPropagator
+from monoprop.optimize import Objective, minimize
 
 
 def tfim_hamiltonian(n: int, j: float, h: float) -> PauliOperator:

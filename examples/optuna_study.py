@@ -35,12 +35,12 @@ from functools import partial
 
 import numpy as np
 import optuna
-from monoprop.optimize import minimize, run_study
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from monoprop import Circuit, ExpGate, Pauli, PauliOperator, PauliPropagator
+from monoprop.optimize import minimize, run_study
 
 
 def tfim_hamiltonian(n: int, field: float) -> PauliOperator:

@@ -22,10 +22,10 @@ import time
 
 import numpy as np
 import scipy.sparse
-from monoprop.optimize import minimize
 from scipy.sparse.linalg import eigsh
 
 from monoprop import Circuit, ExpGate, Pauli, PauliOperator, PauliPropagator
+from monoprop.optimize import minimize
 
 
 def tfim_hamiltonian(n: int, j: float, h: float) -> PauliOperator:

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .scipy_minimize import minimize
 from .objective import Evaluation, Objective, value_and_grad
+from .scipy_minimize import minimize
 
 __all__ = ["Evaluation", "Objective", "minimize", "run_study", "value_and_grad"]
 
