@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import optuna
+import sqlalchemy
 from optuna.trial import TrialState
 
 from .objective import Objective
@@ -29,9 +30,12 @@ from .scipy_minimize import minimize
 
 __all__ = ["run_study"]
 
-# Trials that use up the study's budget: a crashed worker's RUNNING trial counts, so that a
-# restarted study does not exceed it; enqueued (WAITING) trials are still to be run.
-_BUDGET_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+# Trials that use up the study's budget: every trial started, so that a restarted study does
+# not exceed it (a crashed worker's RUNNING trial counts) and a problem that always fails
+# ends the study instead of running forever; enqueued (WAITING) trials are still to be run.
+_BUDGET_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)
+
+_SCHEMA_ATTEMPTS = 5
 
 _COSTS = ("graph_entries", "terms", "replays", "wall_time")
 
@@ -61,9 +65,9 @@ def run_study(
     :class:`~monoprop.optimize.Objective`. A trial's value is its optimised energy.
 
     ``n_trials`` is the study's total, shared by all workers: a worker starts a trial only
-    while fewer than ``n_trials`` are complete, pruned or running, so several workers together
-    finish the requested number (one more at most per extra worker, if two start the last
-    trial at the same instant). ``timeout`` (seconds) stops this worker starting new trials.
+    while fewer than ``n_trials`` are complete, pruned, failed or running, so several workers
+    together finish the requested number (one more at most per extra worker, if two start the
+    last trial at the same instant). ``timeout`` (seconds) stops this worker starting new trials.
 
     ``storage``: ``None`` is a SQLite file ``monoprop.db`` in the working directory; any
     Optuna storage URL or object works: ``optuna.storages.JournalStorage`` over a
@@ -82,7 +86,8 @@ def run_study(
     the ranks of ``comm``. Returns the study on rank 0, ``None`` on the other ranks.
 
     A trial whose ``make_problem`` or optimisation raises is stored as failed and the error is
-    raised, unless its type is in ``catch``; then the worker goes on.
+    raised, unless its type is in ``catch``; then the worker goes on. Failed trials count
+    towards ``n_trials``, as in ``optuna.Study.optimize``.
     """
     n_trials = _positive_int(n_trials, "n_trials")
     directions = _directions(directions)
@@ -213,10 +218,18 @@ def _load_study(storage, study_name, sampler, pruner, directions) -> optuna.Stud
 def _storage(storage: Any) -> Any:
     if storage is None:
         storage = f"sqlite:///{Path.cwd() / 'monoprop.db'}"
-    if isinstance(storage, str) and storage.startswith("sqlite"):
-        # Workers on one SQLite file take turns writing: wait for the lock, do not fail.
-        return optuna.storages.RDBStorage(storage, engine_kwargs={"connect_args": {"timeout": 60}})
-    return storage
+    if not isinstance(storage, str):
+        return storage
+    # Workers on one SQLite file take turns writing: wait for the lock, do not fail.
+    engine = {"connect_args": {"timeout": 60}} if storage.startswith("sqlite") else None
+    for attempt in range(1, _SCHEMA_ATTEMPTS):
+        try:
+            return optuna.storages.RDBStorage(storage, engine_kwargs=engine)
+        except sqlalchemy.exc.DatabaseError:
+            # Workers that start together on a new database race to create its tables; the
+            # losers see "table ... already exists" and find the tables there when they retry.
+            time.sleep(0.1 * attempt)
+    return optuna.storages.RDBStorage(storage, engine_kwargs=engine)
 
 
 def _budget_left(study: optuna.Study, n_trials: int, deadline: float | None) -> bool:

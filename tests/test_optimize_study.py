@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +66,7 @@ WORKER = """
 import sys, time
 from pathlib import Path
 import numpy as np
+import optuna
 from monoprop import PauliOperator, PauliPropagator, Circuit, ExpGate
 from monoprop.optimize import run_study
 
@@ -82,7 +84,9 @@ def make_problem(trial):
     time.sleep(0.1)  # a trial that takes a while, as real ones do
     return prop, np.full(2, angle)
 
-run_study(make_problem, n_trials=n_trials, storage=storage, study_name="shared")
+# No pruning (Optuna's default is a MedianPruner): every trial must complete.
+run_study(make_problem, n_trials=n_trials, storage=storage, study_name="shared",
+          pruner=optuna.pruners.NopPruner())
 """
 
 
@@ -106,9 +110,14 @@ def test_two_workers_on_one_sqlite_storage_finish_the_trials_with_none_lost(tmp_
         )
         for name in ("a", "b")
     ]
-    for worker in workers:
-        _, err = worker.communicate(timeout=240)
-        assert worker.returncode == 0, err
+    try:
+        for worker in workers:
+            _, err = worker.communicate(timeout=240)
+            assert worker.returncode == 0, err
+    finally:  # a failed worker must not leave the other running
+        for worker in workers:
+            worker.kill()
+            worker.communicate()
     trials = optuna.load_study(study_name="shared", storage=storage).trials
     # Two workers may both start the last trial: one extra at most, none lost or left running.
     assert n_trials <= len(trials) <= n_trials + 1
@@ -189,12 +198,22 @@ def test_a_failing_trial_is_stored_as_failed_and_raised_unless_caught():
         run_study(broken, n_trials=3, storage=storage, study_name="s")
     study = optuna.load_study(study_name="s", storage=storage)
     assert [t.state for t in study.trials] == [TrialState.FAIL]
-    run_study(broken, n_trials=2, storage=storage, study_name="s", catch=(ArithmeticError,))
-    # Failed trials do not use up the budget; with catch the worker goes on, until timeout.
+    # With catch the worker goes on; failed trials count towards the study's n_trials.
+    run_study(broken, n_trials=3, storage=storage, study_name="s", catch=(ArithmeticError,))
+    assert [t.state for t in study.trials] == [TrialState.FAIL] * 3
+
+
+def test_timeout_stops_the_worker_starting_trials():
+    storage = optuna.storages.InMemoryStorage()
+
+    def slow(trial):
+        time.sleep(0.1)
+        raise ArithmeticError("no such problem")
+
     run_study(
-        broken, n_trials=1, storage=storage, study_name="s", timeout=0.2, catch=(ArithmeticError,)
+        slow, n_trials=100, storage=storage, study_name="s", timeout=0.25, catch=(ArithmeticError,)
     )
-    assert all(t.state == TrialState.FAIL for t in study.trials) and len(study.trials) > 3
+    assert 1 <= len(optuna.load_study(study_name="s", storage=storage).trials) <= 4
 
 
 @pytest.mark.parametrize(
