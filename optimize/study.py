@@ -290,9 +290,10 @@ class _SharedTrial:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        attribute = _on_root(self._comm, lambda: _describe(getattr(self._trial, name)))
-        if attribute is not _CALLABLE:
-            return attribute
+        # Methods stay on rank 0; what is broadcast is whether the attribute is one.
+        is_method, value = _on_root(self._comm, lambda: _describe(getattr(self._trial, name)))
+        if not is_method:
+            return value
 
         def call(*args: Any, **kwargs: Any) -> Any:
             return _on_root(self._comm, lambda: getattr(self._trial, name)(*args, **kwargs))
@@ -300,11 +301,8 @@ class _SharedTrial:
         return call
 
 
-_CALLABLE = "<callable>"
-
-
-def _describe(attribute: Any) -> Any:
-    return _CALLABLE if callable(attribute) else attribute
+def _describe(attribute: Any) -> tuple[bool, Any]:
+    return (True, None) if callable(attribute) else (False, attribute)
 
 
 class _SelfComm:

@@ -78,3 +78,17 @@ def test_adapt_vqe_reaches_the_exact_ground_energy() -> None:
     # functional once after each build_graph.
     assert [int(k) for k, _ in rounds] == list(range(1, gates + 1))
     assert refreshes == gates > 0
+
+
+def test_optuna_study_resumes_from_its_sqlite_file(tmp_path: Path) -> None:
+    args = ("--qubits", "4", "--seed", "0")
+    first = run_example("optuna_study.py", "--trials", "6", *args)
+    assert (tmp_path / "monoprop.db").exists(), first  # the default storage, in the cwd
+    assert re.search(r"study 'tfim-4': 6 trials", first), first
+    # A second worker (here, a later one) on the same storage adds to the same study.
+    second = run_example("optuna_study.py", "--trials", "8", *args)
+    assert re.search(r"study 'tfim-4': 8 trials", second), second
+    ground = float(re.search(r"ground energy\s+(-?[\d.]+)", second).group(1))
+    untruncated = float(re.search(r"untruncated\s+(-?[\d.]+)", second).group(1))
+    # The best trial's angles, evaluated without truncation, are variational and close.
+    assert ground - 1e-9 <= untruncated < ground + 1e-3, second

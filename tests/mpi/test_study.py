@@ -75,6 +75,8 @@ def test_a_distributed_study_matches_single_process_optimisations(tmp_path) -> N
     for trial in trials:
         prop, x0 = problem(trial.params["layers"], trial.params["max_weight"], None)
         reference = minimize(prop, x0, options={"maxiter": 60})
-        assert trial.value == pytest.approx(reference.fun, abs=1e-10), trial.params
+        # Sums over ranks round differently (1e-15), which moves an optimiser path stopped by
+        # maxiter by about 1e-9; different settings differ by 1e-3 and more.
+        assert trial.value == pytest.approx(reference.fun, abs=1e-7), trial.params
         assert trial.user_attrs["terms"] == prop.size()
         assert trial.user_attrs["graph_entries"] == sum(prop.graph_size())
