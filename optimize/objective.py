@@ -24,7 +24,8 @@ Rebuild = Callable[..., MonomialPropagator]
 
 
 class Evaluation(NamedTuple):
-    """One replay of the graph: the point, the value there and the gradient's 2-norm."""
+    """One replay of the graph: the point, the value there and the gradient's 2-norm (NaN for
+    a replay of the value alone, :meth:`Objective.value_only`)."""
 
     x: np.ndarray
     value: float
@@ -189,9 +190,9 @@ class Objective:
     def __call__(self, x: Any) -> tuple[float, np.ndarray]:
         """Value and gradient at ``x`` (a replay unless ``x`` was the last point asked)."""
         x = _point(x)
-        cached = self._cached
-        if cached is not None and np.array_equal(cached[0], x) and self._guard.is_current():
-            return cached[1], cached[2].copy()
+        cached = self._cached_at(x)
+        if cached is not None:
+            return cached[0], cached[1].copy()
         value, gradient = self._guard(x)
         value, gradient = float(value), np.asarray(gradient, dtype=np.float64)
         self.nfev += 1
@@ -206,6 +207,25 @@ class Objective:
     def gradient(self, x: Any) -> np.ndarray:
         """The gradient at ``x``."""
         return self(x)[1]
+
+    def value_only(self, x: Any) -> float:
+        """The value at ``x`` from a replay without the gradient (about 2.5 times cheaper),
+        for gradient-free optimisers; served from the cache when ``x`` was the last point."""
+        x = _point(x)
+        cached = self._cached_at(x)
+        if cached is not None:
+            return cached[0]
+        value = float(self._guard(x, gradient=False))
+        self.nfev += 1
+        self.history.append(Evaluation(x.copy(), value, float("nan")))
+        return value
+
+    def _cached_at(self, x: np.ndarray) -> tuple[float, np.ndarray] | None:
+        """``(value, gradient)`` at ``x`` if it was the last point and nothing changed since."""
+        cached = self._cached
+        if cached is not None and np.array_equal(cached[0], x) and self._guard.is_current():
+            return cached[1], cached[2]
+        return None
 
     @property
     def propagator(self) -> MonomialPropagator:

@@ -93,7 +93,7 @@ def minimize(
 
     try:
         result = scipy.optimize.minimize(
-            objective if uses_gradient else objective.value,
+            objective if uses_gradient else objective.value_only,
             x0,
             jac=True if uses_gradient else None,
             method=method,

@@ -203,3 +203,14 @@ def test_bad_arguments_raise_before_anything_runs():
     with pytest.raises(ValueError, match="reseeding needs rebuild"):
         obj.reseed(np.zeros(obj.n_parameters))
     assert obj.nfev == 0
+
+
+def test_value_only_replays_without_the_gradient_and_matches():
+    problem = Problem("pauli", 0)
+    obj = Objective(problem.propagator())
+    x = np.linspace(-0.5, 0.5, obj.n_parameters)
+    value = obj.value_only(x)
+    assert value == pytest.approx(problem.dense(x)[0], abs=1e-12)
+    assert obj.nfev == 1 and np.isnan(obj.history[-1].gradient_norm)
+    obj(x)  # value and gradient: a second replay, now cached
+    assert obj.value_only(x) == value and obj.nfev == 2
