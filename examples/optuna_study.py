@@ -1,11 +1,11 @@
 """An Optuna study of truncation settings for a TFIM VQE with monoprop.
 
-H = -sum_i Z_i Z_{i+1} - h sum_i X_i on an open chain, ansatz as in vqe_tfim.py. Each trial
-picks the Pauli-weight cutoff (max_weight), the coefficient floor lower_atol (seeded at the
-optimiser's current angles every 10 iterations), the ansatz depth and the optimiser, then
-runs the VQE with monoprop.optimize.run_study. A truncated energy is not variational: too
-hard a truncation can go below the ground state, and a study that minimises it will find
-such settings. Trials that do are pruned, and the best trials are replayed
+H = -sum_i Z_i Z_{i+1} - h sum_i X_i on an open chain, model and ansatz from vqe_tfim.py.
+Each trial picks the Pauli-weight cutoff (max_weight), the coefficient floor lower_atol
+(seeded at the optimiser's current angles every 10 iterations), the ansatz depth and the
+optimiser, then runs the VQE with monoprop.optimize.run_study. A truncated energy is not
+variational: too hard a truncation can go below the ground state, and a study that
+minimises it will find such settings. Trials that do are pruned, and the best trials are replayed
 (optuna.trial.FixedTrial) and their angles evaluated without truncation.
 
     python examples/optuna_study.py --trials 40
@@ -38,15 +38,10 @@ import optuna
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
+from vqe_tfim import ansatz, tfim_hamiltonian  # this script's folder is on sys.path
 
-from monoprop import Circuit, ExpGate, Pauli, PauliOperator, PauliPropagator
+from monoprop import PauliOperator, PauliPropagator
 from monoprop.optimize import minimize, run_study
-
-
-def tfim_hamiltonian(n: int, field: float) -> PauliOperator:
-    terms = {Pauli("ZZ", (i, i + 1)): -1.0 for i in range(n - 1)}
-    terms.update({Pauli("X", i): -field for i in range(n)})
-    return PauliOperator(terms, n)
 
 
 def ground_energy(n: int, field: float) -> float:
@@ -54,14 +49,6 @@ def ground_energy(n: int, field: float) -> float:
     # minus the sum of the singular values of the bidiagonal matrix [h on, J = 1 above].
     bidiagonal = np.diag(np.full(n, field)) + np.diag(np.ones(n - 1), 1)
     return -float(np.linalg.svd(bidiagonal, compute_uv=False).sum())
-
-
-def ansatz(n: int, layers: int) -> Circuit:
-    gates = [ExpGate(PauliOperator({Pauli("Y", i): 1.0}, n)) for i in range(n)]
-    for _ in range(layers):
-        gates += [ExpGate(PauliOperator({Pauli("ZZ", (i, i + 1)): 1.0}, n)) for i in range(n - 1)]
-        gates += [ExpGate(PauliOperator({Pauli("X", i): 1.0}, n)) for i in range(n)]
-    return Circuit(gates, n)
 
 
 def make_problem(trial, hamiltonian: PauliOperator, ground: float, comm) -> tuple:
@@ -159,7 +146,7 @@ def main() -> None:
         comm = MPI.COMM_WORLD
     root = comm is None or comm.rank == 0
     n = args.qubits
-    hamiltonian = tfim_hamiltonian(n, args.field)
+    hamiltonian = tfim_hamiltonian(n, 1.0, args.field)
     ground = ground_energy(n, args.field)
     name = args.study_name or f"tfim-{n}" + ("-pareto" if args.multi_objective else "")
     if root:

@@ -9,16 +9,16 @@ propagator's counts (the distributed ones are summed over the ranks).
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("mpi4py")
 optuna = pytest.importorskip("optuna")
 from mpi4py import MPI  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
+from test_distribution import random_problem  # noqa: E402
 
 import monoprop  # noqa: E402
-from monoprop import Circuit, ExpGate, Pauli, PauliOperator, PauliPropagator  # noqa: E402
+from monoprop import PauliPropagator  # noqa: E402
 from monoprop.optimize import minimize, run_study  # noqa: E402
 
 WORLD = MPI.COMM_WORLD
@@ -27,32 +27,15 @@ N = 5
 pytestmark = pytest.mark.skipif(not monoprop.has_mpi, reason="monoprop was built without MPI")
 
 
-def tfim(n: int) -> PauliOperator:
-    terms = {Pauli("ZZ", (i, i + 1)): -1.0 for i in range(n - 1)}
-    terms.update({Pauli("X", i): -0.8 for i in range(n)})
-    return PauliOperator(terms, n)
-
-
-def ansatz(n: int, layers: int) -> Circuit:
-    gates = [ExpGate(PauliOperator({Pauli("Y", i): 1.0}, n)) for i in range(n)]
-    for _ in range(layers):
-        gates += [ExpGate(PauliOperator({Pauli("ZZ", (i, i + 1)): 1.0}, n)) for i in range(n - 1)]
-        gates += [ExpGate(PauliOperator({Pauli("X", i): 1.0}, n)) for i in range(n)]
-    return Circuit(gates, n)
-
-
-def problem(layers: int, max_weight: int, comm) -> tuple:
-    circuit = ansatz(N, layers)
-    prop = PauliPropagator(tfim(N), [], cutoff=max_weight, comm=comm)
+def problem(gates: int, cutoff: int, comm) -> tuple:
+    observable, circuit, x0, occupied = random_problem("pauli", N, gates, seed=gates)
+    prop = PauliPropagator(observable, occupied, cutoff=cutoff, comm=comm)
     prop.build_graph(circuit)
-    x0 = np.random.default_rng(layers).normal(scale=0.2, size=circuit.n_parameters)
     return prop, x0
 
 
 def make_problem(trial) -> tuple:
-    layers = trial.suggest_int("layers", 1, 2)
-    max_weight = trial.suggest_int("max_weight", 2, N)
-    prop, x0 = problem(layers, max_weight, WORLD)
+    prop, x0 = problem(trial.suggest_int("gates", 6, 12), trial.suggest_int("cutoff", 2, N), WORLD)
     return prop, x0, {"options": {"maxiter": 60}}
 
 
@@ -73,7 +56,7 @@ def test_a_distributed_study_matches_single_process_optimisations(tmp_path) -> N
     trials = study.get_trials()
     assert [t.state for t in trials] == [TrialState.COMPLETE] * 4
     for trial in trials:
-        prop, x0 = problem(trial.params["layers"], trial.params["max_weight"], None)
+        prop, x0 = problem(trial.params["gates"], trial.params["cutoff"], None)
         reference = minimize(prop, x0, options={"maxiter": 60})
         # Sums over ranks round differently (1e-15), which moves an optimiser path stopped by
         # maxiter by about 1e-9; different settings differ by 1e-3 and more.
