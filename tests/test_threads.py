@@ -315,6 +315,7 @@ def shard_snapshot(case, picture: str, mode: str, fresh, threads: int, monkeypat
 
     prop = cls(operator(case, case.observable), list(case.occupied), **config)
     assert prop.num_threads == threads
+    prop._engine._set_small_work(0)  # replays on the whole team, however small
     unbound = circuit(case, bound=False)
     if mode == "seeded":
         prop.build_graph(unbound, seed_parameters=seed_point)
@@ -404,6 +405,35 @@ def test_shard_count_does_not_change_results(family, seed, picture, mode, monkey
         compare_snapshots(snapshots[threads], snapshots[1], f"{context} T={threads}")
 
 
+@pytest.mark.parametrize("picture", ["heisenberg", "schrodinger"])
+@pytest.mark.parametrize("family", ["pauli", "majorana"])
+def test_seeded_extension_does_not_depend_on_shards(family, picture, monkeypatch):
+    # The extension replays the existing graph at the seed first, across shards.
+    case = shard_case(family, 3)
+    config = shard_config(case, picture, "seeded")
+    gates = [ExpGate(operator(case, generator)) for generator in case.generators]  # own angles
+    first = Circuit(gates[:5], case.n, initial_state=list(case.occupied))
+    second = Circuit(gates[5:], case.n, initial_state=list(case.occupied))
+    rng = np.random.default_rng(3)
+    results = {}
+    for threads in THREADS:
+        monkeypatch.setenv(ENV, str(threads))
+        cls = PauliPropagator if family == "pauli" else MajoranaPropagator
+        prop = cls(operator(case, case.observable), list(case.occupied), **config)
+        prop._engine._set_small_work(0)
+        prop.build_graph(first)
+        seed = rng.uniform(-1.5, 1.5, size=prop.n_parameters + second.n_parameters)
+        prop.build_graph(second, seed_parameters=seed)
+        value, gradient = prop.expectation_value_and_gradient(seed)
+        results[threads] = (prop.size(), prop.graph_size(), value, gradient)
+        rng = np.random.default_rng(3)
+    for threads in THREADS[1:]:
+        size, graph_size, value, gradient = results[threads]
+        assert (size, graph_size) == results[1][:2], f"T={threads}"
+        assert_close(value, results[1][2], f"T={threads} value")
+        assert_close(gradient, results[1][3], f"T={threads} gradient")
+
+
 # ---------------------------------------------------------------------------------------
 # 3. Bitwise determinism for T > 1
 # ---------------------------------------------------------------------------------------
@@ -440,6 +470,10 @@ def test_value_and_gradient_are_bitwise_reproducible(threads, picture, monkeypat
     assert first.size() > 100 * threads  # enough terms for every shard
     x = np.random.default_rng(threads).uniform(-1.0, 1.0, size=first.n_parameters)
     results = [prop.expectation_value_and_gradient(x) for prop in (first, first, second, second)]
+    # A replay on the calling thread alone works every shard with the same arithmetic.
+    second._engine._set_small_work(0)  # the whole team
+    first._engine._set_small_work(2**62)  # the calling thread
+    results += [prop.expectation_value_and_gradient(x) for prop in (first, second)]
     value, gradient = results[0]
     assert np.any(gradient != 0.0)
     for other_value, other_gradient in results[1:]:

@@ -13,6 +13,7 @@ from itertools import combinations
 import dense_reference as dr
 import numpy as np
 import pytest
+import truncating_reference as tr
 
 from monoprop import (
     Circuit,
@@ -344,9 +345,21 @@ def test_lower_atol_removes_small_fully_paired_partner(route, config, kept):
 
 
 # ---------------------------------------------------------------------------------------
-# Two held terms rotating into each other are both kept
+# Two held terms: both are kept; they rotate into each other when one of them asks
 # ---------------------------------------------------------------------------------------
-# {(0,1): a i, (0,2): b i} under (1,2): (0,1) -> i(a cos - b sin), (0,2) -> i(b cos + a sin).
+# {(0,1): a i, (0,2): b i} under (1,2) at theta: (0,1) -> i(a cos - b sin), (0,2) -> i(b cos + a sin).
+# (0,1) is active when |sin 0.6| * 1 > lower_atol and asks when its partner (0,2) passes:
+# length 2 <= cutoff, or |sin 0.6| > upper_atol. (0,2) is active when |sin 0.6| * 1e-7 >
+# lower_atol, and its partner (0,1) always passes: it is fully paired (mode 0).
+
+
+def held_pair_rotates(cutoff, lower_atol=None, upper_atol=None):
+    moved_a, moved_b = S06 * 1.0, S06 * 1e-7
+    a_asks = (lower_atol is None or moved_a > lower_atol) and (
+        cutoff >= 2 or (upper_atol is not None and moved_a > upper_atol)
+    )
+    b_asks = lower_atol is None or moved_b > lower_atol
+    return a_asks or b_asks
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -368,11 +381,113 @@ def test_held_partner_always_kept(route, cutoff, atols):
     prop, terms = run_majorana(
         {(0, 1): 1j, (0, 2): 1e-7j}, 2, (1, 2), 0.3, route=route, cutoff=cutoff, **atols
     )
-    expected = {(0, 1): 1j * (a * C06 - b * S06), (0, 2): 1j * (b * C06 + a * S06)}
+    if held_pair_rotates(cutoff, **atols):
+        expected = {(0, 1): 1j * (a * C06 - b * S06), (0, 2): 1j * (b * C06 + a * S06)}
+    else:
+        expected = {(0, 1): 1j * a * C06, (0, 2): 1j * b * C06}
     assert_terms(terms, expected, f"cutoff={cutoff} {atols}")
     assert prop.size() == 2
     if route == "graph":
-        assert prop.graph_size() == (0, 1)
+        assert prop.graph_size() == ((0, 1) if held_pair_rotates(cutoff, **atols) else (2, 0))
+
+
+# ---------------------------------------------------------------------------------------
+# The activity rule, case by case (Pauli, exp(+i theta G))
+# ---------------------------------------------------------------------------------------
+# Z0 = 1e-5, Y0 = 2e-5 under X0 at pi/4: sin = 1, cos ~ 6e-17; a swap when one of them is
+# active (|c| > lower_atol), cosine only when neither is.
+QUARTER = math.pi / 4
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("lower,swapped", [(1e-4, False), (2e-5, False), (1e-5, True), (5e-6, True)])
+def test_small_held_pair_rotates_only_when_one_term_is_active(route, lower, swapped):
+    prop, terms = run_pauli(
+        {"Z": 1e-5, "Y": 2e-5}, 1, {"X": 1.0}, QUARTER, route=route, cutoff=1, lower_atol=lower
+    )
+    if swapped:
+        exact = dense_heisenberg_pauli({"Z": 1e-5, "Y": 2e-5}, {"X": 1.0}, QUARTER, 1)
+        assert_terms({k: v for k, v in terms.items() if k != "I"}, exact, f"lower_atol={lower}")
+    else:  # both only scaled by cos(pi/2) ~ 6e-17: far below what evolved_operator shows
+        c = abs(math.cos(2 * QUARTER))
+        held = np.sort(np.abs(prop.contract_partially(None if route == "propagate" else [QUARTER], inplace=False)))
+        np.testing.assert_allclose(held, [1e-5 * c, 2e-5 * c], rtol=1e-9)
+    if route == "graph":
+        assert prop.graph_size() == ((0, 1) if swapped else (2, 0))
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("lower,born", [(1.0, False), (0.999, True)])
+def test_birth_needs_sine_weight_strictly_above_lower_atol(route, lower, born):
+    # Z0 = 1 under X0 at pi/4: |sin(pi/2) * 1| = 1 exactly.
+    prop, terms = run_pauli({"Z": 1.0}, 1, {"X": 1.0}, QUARTER, route=route, cutoff=1, lower_atol=lower)
+    assert prop.size() == (2 if born else 1)
+    assert ("Y" in terms) == born
+    if route == "graph":
+        assert prop.graph_size() == ((0, 1) if born else (1, 0))
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize(
+    "config,rotates",
+    [
+        ({"cutoff": 1}, False),  # both partners have weight 2: nobody asks, even without atols
+        ({"cutoff": 2}, True),
+        ({"cutoff": 1, "upper_atol": 0.4}, True),  # XX's sine weight sin(0.6) rescues its partner
+        ({"cutoff": 1, "upper_atol": 0.6}, False),
+    ],
+)
+def test_held_partner_failing_the_cutoff_does_not_rotate(route, config, rotates):
+    observable = {"XX": 1.0, "YX": 0.5}
+    prop, terms = run_pauli(observable, 2, {"ZI": 1.0}, 0.3, route=route, **config)
+    exact = dense_heisenberg_pauli(observable, {"ZI": 1.0}, 0.3, 2)
+    expected = exact if rotates else {k: v * C06 for k, v in observable.items()}
+    assert_terms({k: v for k, v in terms.items() if k != "II"}, expected, str(config))
+    if route == "graph":
+        assert prop.graph_size() == ((0, 1) if rotates else (2, 0))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("seed", range(30))
+def test_random_circuits_follow_the_truncation_rule(seed, route, threads, monkeypatch):
+    """Against a plain Python propagator written from the rule (truncating_reference)."""
+    monkeypatch.setenv("monoprop_NUM_THREADS", str(threads))
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 6))
+
+    def string():
+        s = "".join("IXYZ"[i] for i in rng.integers(0, 4, size=n))
+        return s if s.strip("I") else "Z" + s[1:]
+
+    observable = {string(): float(c) for c in rng.normal(size=int(rng.integers(2, 6)))}
+    gates = [
+        (string(), float(rng.choice([QUARTER, -QUARTER, rng.normal()])))
+        for _ in range(int(rng.integers(6, 14)))
+    ]
+    lower = float(10 ** rng.uniform(-3, -0.5))
+    upper = lower * float(rng.uniform(1, 5)) if rng.random() < 0.3 else None
+    cutoff = int(rng.integers(1, n + 1))
+    expected = tr.propagate(observable, gates, cutoff, lower, upper)
+
+    prop = PauliPropagator(
+        PauliOperator(observable, n), [], cutoff=cutoff, lower_atol=lower, upper_atol=upper
+    )
+    circuit = Circuit(
+        [ExpGate(PauliOperator({g: 1.0}, n)) for g, _ in gates], n, parameters=[t for _, t in gates]
+    )
+    if route == "propagate":
+        prop.propagate(circuit)
+        evolved = prop.evolved_operator(atol=0.0)
+    else:
+        prop.build_graph(circuit)
+        evolved = prop.evolved_operator(list(circuit.parameters), atol=0.0)
+    terms = dr.pauli_terms_to_strings(evolved.terms, n)
+    if "I" * n not in expected:
+        assert terms.pop("I" * n) == 0.0
+    context = f"seed {seed}: lower_atol {lower:.3g}, upper_atol {upper}, cutoff {cutoff}"
+    assert_terms(terms, expected, context)
+    assert prop.size() == len(expected) - ("I" * n in expected)
 
 
 @pytest.mark.parametrize("config", [{"cutoff": 0}, {"cutoff": 0, "lower_atol": 1e-3}])

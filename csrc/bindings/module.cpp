@@ -103,6 +103,8 @@ PYBIND11_MODULE(_core, m) {
     } catch (const MultiShardUnsupported& e) {
       py::object cls = py::module_::import("monoprop.exceptions").attr("MultiShardUnsupported");
       PyErr_SetString(cls.ptr(), e.what());
+    } catch (const MemoryBudgetError& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
     }
   });
   m.attr("MAX_NUM_MODES") = kMaxNumModes;
@@ -243,6 +245,7 @@ PYBIND11_MODULE(_core, m) {
   cls.def_property_readonly("valid", &MonomialPropagator::valid);
   cls.def("check_valid", &MonomialPropagator::check_valid);
   cls.def("_inject_fault", &MonomialPropagator::inject_fault, py::arg("where"));
+  cls.def("_set_small_work", &MonomialPropagator::set_small_work, py::arg("entries"));
   cls.def("set_progress", [](MonomialPropagator& self, py::object callback) {
     if (callback.is_none()) return self.set_progress(nullptr);
     // Called from the core with the GIL released; take it back for Python.
@@ -278,22 +281,24 @@ PYBIND11_MODULE(_core, m) {
   // arrays that the next operation may reallocate could outlive them.
   cls.def("mp_op", [](const MonomialPropagator& self) {
     const OperatorView v = self.mp_op();
-    std::vector<std::uint64_t> keys(v.size * static_cast<std::size_t>(v.words));
-    for (std::size_t t = 0; t < v.size; ++t)
-      for (int w = 0; w < v.words; ++w) keys[t * v.words + w] = v.columns[w][t];
     py::dict d;
-    d["keys"] = frozen(keys, {static_cast<py::ssize_t>(v.size), v.words});
+    d["keys"] = frozen(v.keys, v.size * static_cast<std::size_t>(v.words),
+                       {static_cast<py::ssize_t>(v.size), static_cast<py::ssize_t>(v.words)});
     d["lengths"] = frozen(v.lengths, v.size);
     d["coefficients"] = frozen(v.coefficients, v.size);
     return d;
   });
+  // The index as flat (tag, slot) entries, group by group; free entries have
+  // tag 0 and slot 0xFFFFFFFF.
   cls.def("indexing", [](const MonomialPropagator& self) {
     const IndexView v = self.indexing();
-    std::vector<std::uint32_t> tag(v.capacity), slot(v.capacity);
-    for (std::size_t i = 0; i < v.capacity; ++i) {
-      tag[i] = v.entries[i].tag;
-      slot[i] = v.entries[i].slot;
-    }
+    constexpr int kGroup = HashIndex<std::uint32_t>::kGroup;
+    std::vector<std::uint32_t> tag(v.n_groups * kGroup, 0), slot(v.n_groups * kGroup, 0xFFFFFFFFu);
+    for (std::size_t g = 0; g < v.n_groups; ++g)
+      for (int e = 0; e < v.groups[g].used; ++e) {
+        tag[g * kGroup + e] = v.groups[g].tags[e];
+        slot[g * kGroup + e] = v.groups[g].slots[e];
+      }
     py::dict d;
     d["tag"] = frozen(tag);
     d["slot"] = frozen(slot);
@@ -301,13 +306,25 @@ PYBIND11_MODULE(_core, m) {
   });
   cls.def("graph", [](const MonomialPropagator& self) {
     py::list layers;
-    for (const GraphLayer& layer : self.graph()) {
+    for (const ShardLayer& layer : self.graph()) {
+      const DecodedLayer decoded = decode(layer);
+      auto spelled = [](const std::vector<DecodedEntry>& entries, std::vector<std::uint32_t>& slots,
+                        std::vector<std::int8_t>& signs) {
+        for (const DecodedEntry& e : entries) {
+          slots.insert(slots.end(), {e.a, e.b});
+          signs.push_back(static_cast<std::int8_t>(e.sign));
+        }
+      };
+      std::vector<std::uint32_t> pairs, halves;
+      std::vector<std::int8_t> pair_signs, half_signs;
+      spelled(decoded.pairs, pairs, pair_signs);
+      spelled(decoded.halves, halves, half_signs);
       py::dict d;
-      d["pairs"] = pairs_of(layer.pairs);
-      d["pair_signs"] = frozen(layer.pair_signs);
-      d["halves"] = pairs_of(layer.halves);
-      d["half_signs"] = frozen(layer.half_signs);
-      d["cos_only"] = frozen(layer.cos_only);
+      d["pairs"] = pairs_of(pairs);
+      d["pair_signs"] = frozen(pair_signs);
+      d["halves"] = pairs_of(halves);
+      d["half_signs"] = frozen(half_signs);
+      d["cos_only"] = frozen(decoded.cos);
       layers.append(d);
     }
     return layers;

@@ -11,6 +11,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <vector>
 
 #include "monomial.h"
 
@@ -69,6 +70,18 @@ struct MajoranaAlgebra {
     for (int w = 0; w < g.n_active; ++w) odd ^= odd_bits(p.word(g.active[w]), w, g);
     return (std::popcount(odd) & 1) ^ length_parity(p.length(), g);
   }
+
+  // The bit columns (bit_columns.h) whose xor is 1 exactly for the terms that
+  // anticommute with g: the slots of g, and the length-parity column (index
+  // `slots`) when g has odd length.
+  template <int W>
+  static void scan_columns(const Monomial<W>& g, int slots, std::vector<int>& out) {
+    out.clear();
+    for (int s = 0; s < slots; ++s)
+      if (g.test(static_cast<std::uint32_t>(s))) out.push_back(s);
+    if (g.length() & 1) out.push_back(slots);
+  }
+  static constexpr bool kParityColumn = true;
 
   // The sign s of i M_P M_G = s M_{P xor G}, for P and G known to anticommute.
   template <int W>
@@ -154,6 +167,21 @@ struct PauliAlgebra {
     for (int w = 0; w < g.n_active; ++w) odd ^= odd_bits(p.word(g.active[w]), w, g);
     return std::popcount(odd) & 1;
   }
+
+  // The bit columns whose xor is 1 exactly for the Pauli strings P that
+  // anticommute with g: per qubit of g, the part of P's letter the symplectic
+  // product x_P z_g + z_P x_g reads. With slots (a, b) = (2q, 2q+1) a letter
+  // has x = a ^ b and z = b, so g = X reads b, g = Y reads a, g = Z reads a ^ b.
+  template <int W>
+  static void scan_columns(const Monomial<W>& g, int slots, std::vector<int>& out) {
+    out.clear();
+    for (int q = 0; 2 * q < slots; ++q) {
+      const bool a = g.test(static_cast<std::uint32_t>(2 * q)), b = g.test(static_cast<std::uint32_t>(2 * q + 1));
+      if (a) out.push_back(2 * q + 1);
+      if (b) out.push_back(2 * q);
+    }
+  }
+  static constexpr bool kParityColumn = false;
 
   // The sign s of i P G = s (P xor G), for P and G known to anticommute.
   template <int W>

@@ -23,6 +23,12 @@ struct ShardCeilingError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A build that would pass the memory budget (memory_budget.h); refused
+// before it grows, and the operation rolls back (Python MemoryError).
+struct MemoryBudgetError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // A raw-layout accessor on a propagator with more than one shard (T > 1),
 // where there is no single store to return. Changes nothing.
 struct MultiShardUnsupported : std::runtime_error {

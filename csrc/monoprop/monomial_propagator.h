@@ -23,6 +23,7 @@
 #include "comm.h"
 #include "errors.h"
 #include "graph.h"
+#include "hash_index.h"
 
 namespace monoprop {
 
@@ -89,19 +90,17 @@ using BasisChange = std::vector<std::vector<std::uint32_t>>;
 // Raw layout of the sole shard (see MonomialPropagator::mp_op and friends).
 // Pointers stay valid until the next operation that changes the propagator.
 struct OperatorView {
-  int words = 0;                              // 64-bit words per key
-  std::size_t size = 0;                       // terms
-  std::vector<const std::uint64_t*> columns;  // word w of every key
-  const std::uint16_t* lengths = nullptr;     // set slots per key
-  const double* coefficients = nullptr;       // coefficients a replay starts from
+  int words = 0;                           // 64-bit words per key
+  std::size_t size = 0;                    // terms
+  const std::uint64_t* keys = nullptr;     // row-major: word w of term i at keys[words * i + w]
+  const std::uint16_t* lengths = nullptr;  // set slots per key
+  const double* coefficients = nullptr;    // coefficients a replay starts from
 };
-struct IndexEntry {
-  std::uint32_t tag;   // high half of the key's hash
-  std::uint32_t slot;  // 0xFFFFFFFF: empty
-};
+// The hash index: groups of up to 12 (tag, slot) entries (hash_index.h).
+using IndexGroup = HashIndex<std::uint32_t>::Group;
 struct IndexView {
-  const IndexEntry* entries = nullptr;
-  std::size_t capacity = 0;
+  const IndexGroup* groups = nullptr;
+  std::size_t n_groups = 0;
 };
 // Per graph layer (application order): parameter index, gate, frequency.
 struct GraphData {
@@ -191,6 +190,10 @@ class MonomialPropagator {
   // changing state ("propagate", "build_graph", "evaluate", "contract",
   // "update_initial_operator").
   void inject_fault(std::string where) { fault_ = std::move(where); }
+  // Replays whose work (graph entries and terms) is below `entries`, or below
+  // entries / 16 a layer, run on the calling thread (team.h); tests set 0 to
+  // run every replay on the whole team.
+  void set_small_work(std::size_t entries) { small_work_ = entries; }
 
  protected:
   // `basis_change` (empty, or one image per logical slot), `logical_num_modes`
@@ -275,6 +278,7 @@ class MonomialPropagator {
   mutable BusyFlag busy_;
   mutable std::string invalid_reason_;
   mutable std::string fault_;
+  std::size_t small_work_ = std::size_t{1} << 16;
 };
 
 // The engine for `config`; the tail describes the caller's basis (by default

@@ -2,19 +2,25 @@
 //
 // The operator is split into T shards (T = num_threads()), shard t owning the
 // monomials whose splitmix hash maps to t. Every operation runs one OpenMP
-// team of T threads, thread t working shard t (see team.h). A gate's partner
-// M xor G of a term M usually lives in another shard: the scan routes such
-// lookups through per-destination buffers, each owner resolves what it
-// received in ascending source order, and the answers travel back the same
-// way. Replays need no routing: a pair that spans two shards is replayed by
-// one thread, which reads and writes the other shard's coefficient directly
-// (no other thread touches that slot in that layer).
+// team of T threads, thread t working shard t (team.h; small replays run on
+// the calling thread over all shards). A gate layer is three phases:
+//   scan     each shard finds its terms that anticommute with the generator
+//            (bit columns), decides which are active, and posts a lookup of
+//            each active term's partner to the partner's owner;
+//   resolve  each owner looks up what it was asked, in ascending source
+//            order, and appends the births;
+//   record   each shard applies and records the rotations it asked for.
+// The rules of the scan (which terms rotate, which partners are born) are
+// the truncation of layer_scan.h. Replays need no routing: an entry that
+// spans two shards is replayed by the thread of the shard that recorded it,
+// which reads and writes the other shard's coefficient directly (no other
+// thread touches that slot in that layer).
 //
 // With MPI the ranks compose with the shards (see routing.h): a rank asks the
-// peer that owns a partner through the communicator, and entries that span
-// two ranks are recorded on both (remote.h) and replayed by exchanging their
-// inputs with the peer, layer by layer. The team's primary thread makes
-// every MPI call while the others wait at a barrier.
+// peer that owns a partner through the communicator (rank_exchange.h), and
+// entries that span two ranks are recorded on both (remote.h) and replayed by
+// exchanging their inputs with the peer, layer by layer. The team's primary
+// thread makes every MPI call while the others wait at a barrier.
 #pragma once
 
 #include <cmath>
@@ -24,8 +30,11 @@
 #include <vector>
 
 #include "graph.h"
+#include "memory_budget.h"
 #include "monomial_propagator.h"
 #include "remote.h"
+#include "replay.h"
+#include "rotation.h"
 #include "routing.h"
 #include "store.h"
 #include "team.h"
@@ -69,7 +78,7 @@ class Propagator final : public MonomialPropagator {
   // Introspection refuses on an invalid propagator like every other member.
   std::size_t graph_layers() const override {
     check_valid();
-    return layers().size();
+    return layers_.size();
   }
   std::pair<std::size_t, std::size_t> graph_size() const override;
   std::int32_t n_parameters() const override {
@@ -93,22 +102,25 @@ class Propagator final : public MonomialPropagator {
   GraphData graph_data_() const override;
 
  private:
-  // A lookup routed to another shard, and its answer.
-  enum class Answer : std::uint8_t { Found, Born, Dropped };
+  // What the owner of a partner found, for the shard that asked.
+  enum class Answer : std::uint8_t {
+    Born,         // absent: appended as a new term
+    Found,        // held, and not asking for its own partner: the asker records the pair
+    FoundAsking,  // held and asking too: one of the two records it (layer_step.h)
+  };
+  // A lookup of the partner b = a xor G of an active term a.
   struct Query {
     Key partner;
-    std::uint64_t hash;
-    double moved;         // |sin phi * c_a|: what truncation would drop
-    std::uint32_t slot;   // a, in the asking shard
-    std::uint32_t found;  // b, in the owning shard (Found or Born)
-    std::int8_t sign;
-    Answer answer;
+    std::uint64_t hash;   // of the partner
+    std::uint32_t a;      // in the asking shard
+    std::uint32_t b = 0;  // in the owner shard (Found, FoundAsking, Born)
+    std::int8_t sign;     // s of i a G = s b
+    Answer answer = Answer::Born;
   };
   // What travels to the rank that owns a partner, and what that rank keeps
   // about each lookup it received.
   struct Wire {
     Key partner;
-    double moved;
   };
   struct Incoming {
     std::uint64_t hash;
@@ -123,30 +135,55 @@ class Propagator final : public MonomialPropagator {
     std::vector<std::vector<Incoming>> incoming;
     std::vector<std::vector<Answer>> answers_out, answers_in;
   };
+  // One layer as every shard applies it.
+  struct LayerPlan {
+    explicit LayerPlan(const Key& g) : generator(g), gen(g) {}
+    Key generator;
+    Gen gen;
+    std::vector<int> columns;  // bit columns whose xor marks the anticommuting terms
+    std::uint32_t top = 0;     // the generator's highest slot
+    double cs = 1.0, sn = 0.0;
+    bool informed = false;     // coefficients steer truncation
+    bool record = false;       // the layer goes into the graph
+    std::optional<int> k;      // only_rotate_len_k
+    std::vector<int> peers;    // ranks the layer's lookups go to (ascending)
+    const char* operation = "";
+    std::size_t layer = 0, layers = 0;  // position in the call, for messages
+  };
+  // Per-term flags during a layer, on the term's own shard.
+  static constexpr std::uint8_t kAsking = 1;  // asked for its partner
+  static constexpr std::uint8_t kMarked = 2;  // quiet, but another term's lookup found it
   // One shard: its terms and everything indexed by their slots.
   struct Shard {
+    explicit Shard(int slots) : keys(slots, Algebra::kParityColumn) {}
     Keys keys;
-    std::vector<double> base;  // coefficients a replay starts from
-    Graph graph;               // in application order, layers aligned across shards
-    std::size_t n_base = 0;    // terms held when the graph was empty
-    std::vector<double> work;  // coefficients of a propagation at fixed parameters
-    // Scratch of a layer being built: local births, and lookups by destination.
-    GraphLayer scratch;
-    std::vector<std::uint32_t> births;
-    std::vector<std::int8_t> birth_signs;
-    std::vector<std::vector<Query>> outbox;      // by destination shard
-    std::vector<std::vector<Query>> remote_out;  // by destination rank (sized by release_exchange)
+    Column<double> base;     // coefficients a replay starts from
+    Graph graph;             // in application order, aligned with layers_
+    std::size_t n_base = 0;  // terms held when the graph was empty
+    Column<double> work;     // coefficients of a build at its seed
+    // Scratch of the layer being applied.
+    Column<std::uint8_t> flags;
+    std::vector<std::uint32_t> quiet;            // anticommuting but not asking, ascending
+    std::vector<std::uint32_t> marked;           // quiet terms other lookups found
+    std::vector<std::uint64_t> birth_hashes;
+    std::vector<std::vector<Query>> outbox;      // by owner shard (this shard's own included)
+    std::vector<std::vector<Query>> remote_out;  // by owner rank
+    std::size_t born = 0;
     // Replay buffers, kept across calls: a VQE loop replays thousands of
     // times and fresh pages would cost more than the sweep.
-    mutable std::vector<double> c, tape, state, weights;
+    mutable Column<double> c, state;
+    mutable PareFlags pare;
+    mutable std::vector<std::pair<std::uint32_t, double>> weights;  // nonzero weights of the value
     mutable bool weights_stale = true;
+    mutable Column<std::uint16_t> lengths;  // for mp_op()
 
     // What only a build or propagation uses, given back when it ends.
     void release_scratch() {
-      work = {};
-      scratch = {};
-      births = {};
-      birth_signs = {};
+      work.release();
+      flags.release();
+      quiet = {};
+      marked = {};
+      birth_hashes = {};
       for (auto& out : outbox) out = {};
       for (auto& out : remote_out) out = {};
     }
@@ -156,15 +193,13 @@ class Propagator final : public MonomialPropagator {
   // The shard, within its rank, that owns a monomial of hash h.
   int owner(std::uint64_t h) const { return routing_.shard_of(h); }
   bool held_here(const Key& key) const { return routing_.rank_of(key.words.data(), W, key.hash()) == rank_; }
-  // The peers a layer's lookups go to (none when they all stay on this rank).
-  std::vector<int> peers_of(const Key& generator) const;
   std::size_t total_size() const;
-  const Graph& layers() const { return shards_[0].graph; }  // metadata is the same in every shard
   Key key_of(const std::vector<std::uint32_t>& slots) const;
   std::string describe(const Key& key) const;
   // Adds h to the coefficient of `key` in its owner shard (construction).
   void accumulate(const Key& key, double h);
-  static void accumulate(Keys& keys, std::vector<double>& coefficients, const Key& key, double h);
+  static void accumulate(Keys& keys, Column<double>& coefficients, const Key& key, double h);
+  void expand_reference_state(int max_pairs);
   void check_circuit(const CircuitSpec& circuit, std::optional<int> only_rotate_len_k) const;
   void check_parameters(const std::vector<double>& parameters, std::int32_t expected) const;
   std::vector<std::int32_t> checked_evaluation(const std::vector<double>& parameters,
@@ -174,67 +209,92 @@ class Propagator final : public MonomialPropagator {
   // Order in which a circuit's layers act on the operand.
   std::vector<const LayerSpec*> application_order(const CircuitSpec& circuit) const;
   double frequency(const LayerSpec& layer) const { return (schrodinger() ? -2.0 : 2.0) * layer.coefficient; }
-  bool keep_partner(const Key& partner, bool informed, double moved) const;
 
-  // Team members: thread t, on shard t.
-  // One layer on the current stores; `work` (each shard's `work` vector, whose
-  // data pointers are `c`) is rotated when given; see graph.h for what is recorded.
-  // `remote` is what the layer shares with other ranks (the primary fills it).
-  void apply_layer(int t, Team& team, const Key& generator, double phi, double** c, GraphLayer* record,
-                   RemoteLayer& remote, std::optional<int> only_rotate_len_k);
-  // Steps of apply_layer that talk to the layer's `peers` (ascending ranks).
-  void send_lookups(const std::vector<int>& peers);
-  void sort_incoming(int t, const std::vector<int>& peers);
-  std::size_t resolve_incoming(int t, const std::vector<int>& peers, bool informed);
-  void answer_lookups(const std::vector<int>& peers, const Key& generator, std::optional<int> k, RemoteLayer& remote);
+  // One layer on the current stores (layer_step.h, layer_scan.h).
+  void apply_layer(int t, Team& team, const LayerPlan& plan, Column<double>** values, std::vector<Graph>* record,
+                   RemoteLayer* remote);
+  void scan(int s, const LayerPlan& plan, double* c);
+  void resolve(int s, const LayerPlan& plan);
+  void check_growth(int s, const LayerPlan& plan, bool evolving);
+  void append_births(int s, const LayerPlan& plan, Column<double>* values);
+  void settle(int s, const LayerPlan& plan, Column<double>** values, Graph* record);
+  void record_part(ShardLayer& layer, std::size_t owner_shard, const std::vector<Query>& queries,
+                   const LayerPlan& plan) const;
+  void clear_flags(int s);
+  // A found partner too long to rotate back (only_rotate_len_k): a half.
+  static bool half(const Query& q, const LayerPlan& plan) { return plan.k && q.partner.length() > *plan.k; }
+  // Whether the asking shard applies and records q's rotation: always, unless
+  // both terms asked and q's partner lacks the generator's top slot.
+  static bool owns_rotation(const Query& q, const LayerPlan& plan) {
+    return q.answer != Answer::FoundAsking || q.partner.test(plan.top);
+  }
+  // The rank exchange of a layer (layer_exchange.h); no-ops on one rank.
+  void send_lookups(const LayerPlan& plan);
+  void sort_incoming(int t, Team& team, const LayerPlan& plan);
+  void resolve_incoming(int s, const LayerPlan& plan);
+  void answer_lookups(const LayerPlan& plan, RemoteLayer& remote);
+  void unscale_remote(int s, const RemoteLayer& remote, const LayerPlan& plan, double* const* c) const;
   void apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
-                     std::int32_t parameter_shift, std::int32_t gate_shift, double** c, Graph* record,
+                     std::int32_t parameter_shift, Column<double>** values, std::vector<Graph>* record,
                      std::vector<RemoteLayer>* remote_record, std::optional<int> k);
-  // A remote layer forward (exchanging inputs) and backwards (exchanging
-  // lambdas); `ours` and `theirs` hold both sides' inputs, `swap` 2 doubles per entry.
-  void remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* c, double* ours,
-                   double* theirs, double pare) const;
-  void swap_with_peers(int t, Team& team, const RemoteLayer& layer, const double* const* base, std::size_t stride,
-                       std::size_t offset, double* send, double* received) const;
-  double remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* state,
-                          const double* ours, const double* theirs, double* swap, double pare) const;
   // One COMMROUTE line when a circuit's rank shifts leave ranks empty.
   void report_routing(const CircuitSpec& circuit) const;
-  // Replays the graph on shard buffers `out` (c per shard, pointers in `c`).
-  void replay(int t, Team& team, std::vector<double>& out, double** c, const double* theta, std::vector<double>* tape,
-              double pare, const std::int32_t* layer_parameters) const;
-  // Replays at `parameters` into each shard's `c` buffer (a whole operation).
-  void replay_all(const std::vector<double>& parameters) const;
-  const std::vector<double>& weights(int t) const;
-  void expand_reference_state(int max_pairs);
-  // Gives back what only a build uses; sizes the per-shard and per-rank lists.
-  void release_exchange();
-  // Drops every term appended since `sizes` (a refused operation).
+  void release_scratch();
+  // Drops every term appended since `sizes` (a refused operation), and puts
+  // back the operand's coefficients from `saved` when given.
   void truncate_to(const std::vector<std::size_t>& sizes);
+  void rollback(const std::vector<std::size_t>& sizes, std::vector<Column<double>> saved);
+
+  // Replays (propagator_replay.h).
+  bool small_replay() const;
+  template <int Stride>
+  void replay(int t, Team& team, double* const* c, const double* theta, double pare, const std::int32_t* lp) const;
+  void replay_all(const std::vector<double>& parameters) const;
+  double weighted_sum(int s, const double* c, std::size_t stride) const;
+  const std::vector<std::pair<std::uint32_t, double>>& weights(int s) const;
+  // A remote layer forward (exchanging inputs) and backwards (exchanging
+  // lambdas); `ours` and `theirs` hold both sides' inputs.
+  void remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* c,
+                   std::size_t stride, double* ours, double* theirs, double pare) const;
+  void swap_with_peers(int t, Team& team, const RemoteLayer& layer, const double* const* base, std::size_t stride,
+                       double* send, double* received) const;
+  void remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* state,
+                        const double* ours, const double* theirs, double* swap, double pare,
+                        double* const* dphi) const;
 
   // Thread t's part [lo, hi) of n entries.
-  std::pair<std::size_t, std::size_t> chunk(int t, std::size_t n) const {
-    const auto T = static_cast<std::size_t>(threads());
+  std::pair<std::size_t, std::size_t> chunk(int t, int size, std::size_t n) const {
+    const auto T = static_cast<std::size_t>(size);
     return {n * static_cast<std::size_t>(t) / T, n * (static_cast<std::size_t>(t) + 1) / T};
   }
 
   std::vector<Shard> shards_;
+  std::vector<LayerInfo> layers_;  // the graph's layers, in application order
   Routing routing_;
   int rank_ = 0;
-  std::vector<RemoteLayer> remote_;  // aligned with the graph's layers
+  MemoryBudget budget_;
+  std::vector<RemoteLayer> remote_;  // aligned with layers_
   std::size_t remote_entries_ = 0;   // over all layers of remote_
+  std::size_t entries_ = 0;          // graph entries on this rank, over all shards
   Exchange exchange_;                // scratch of the layer being built, by peer rank
   RemoteLayer remote_scratch_;
   std::vector<double> remote_values_;                 // scratch of a rotation in a build
   mutable std::vector<double> ours_, theirs_, swap_;  // replay exchange buffers
   mutable bool routing_reported_ = false;
-  double core_ = 0.0;     // Heisenberg identity term, kept apart
-  Key occupied_;          // even slot of each occupied mode
-  Keys observable_keys_;  // Schrodinger observable, whole on every shard's view
-  std::vector<double> observable_coefficients_;
+  double core_ = 0.0;  // Heisenberg identity term, kept apart
+  Key occupied_;       // even slot of each occupied mode
+  // Schrodinger observable, whole on every shard's view.
+  Keys observable_keys_;
+  Column<double> observable_coefficients_;
   std::int32_t n_parameters_ = 0, n_gates_ = 0;
 };
 
 }  // namespace monoprop
 
-#include "propagator_impl.h"
+#include "propagator_setup.h"
+#include "layer_scan.h"
+#include "layer_step.h"
+#include "layer_exchange.h"
+#include "propagator_build.h"
+#include "propagator_replay.h"
+#include "propagator_terms.h"

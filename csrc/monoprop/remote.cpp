@@ -1,74 +1,73 @@
 #include "remote.h"
 
-#include <algorithm>
-
 #include "rotation.h"
 
 namespace monoprop {
 namespace {
 using namespace rotation;
 
+// An entry's two outputs from its inputs x (this rank's term) and y (the
+// peer's), as either rank computes them: `kind` is |code|.
+void forward_entry(int kind, double& x, double& y, double cs, double sn, double s, double pare) {
+  if (kind == 3) return forward_entry(2, y, x, cs, sn, s, pare);  // the peer's term rotates into this one
+  if (pared(pare, sn, x, kind == 1 ? y : 0.0)) {
+    x *= cs;
+    if (kind == 1) y *= cs;
+  } else if (kind == 1) {
+    rotate(x, y, cs, sn, s);
+  } else {
+    receive(x, y, cs, sn, s);
+  }
+}
+
 }  // namespace
 
 void remote_forward(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn, double* const* c,
-                    const double* theirs, double pare) {
-  double* no_tape = nullptr;  // the exchange buffers are the tape
+                    std::size_t stride, const double* theirs, double pare) {
   for_entries(layer, lo, hi, [&](const RemoteBlock& b, std::size_t e, std::size_t i) {
-    double& own = c[b.shards[e]][b.slots[e]];
-    double other = theirs[i];
     const int code = b.codes[e];
-    const double s = code > 0 ? 1.0 : -1.0;
-    switch (code > 0 ? code : -code) {
-      case 1:
-        forward_pair(own, other, cs, sn, s, no_tape, pare);
-        break;
-      case 2:
-        forward_half(own, other, cs, sn, s, no_tape, pare);
-        break;
-      default:
-        forward_half(other, own, cs, sn, s, no_tape, pare);
-    }
+    double other = theirs[i];
+    forward_entry(code > 0 ? code : -code, c[b.shards[e]][stride * b.slots[e]], other, cs, sn, code > 0 ? 1.0 : -1.0,
+                  pare);
   });
 }
 
 double remote_adjoint(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn,
                       double* const* state, const double* theirs_lambda, const double* ours_in, const double* theirs_in,
                       double pare) {
-  double* no_tape = nullptr;
   double dphi = 0.0;
   for_entries(layer, lo, hi, [&](const RemoteBlock& b, std::size_t e, std::size_t i) {
     double* own = state[b.shards[e]] + 2 * std::size_t{b.slots[e]};
-    const int code = b.codes[e];
-    const double s = code > 0 ? 1.0 : -1.0;
-    // The peer's output, recomputed from both inputs with the peer's own arithmetic:
-    // only its lambda had to travel.
-    double x = ours_in[i], y = theirs_in[i];
-    const int kind = code > 0 ? code : -code;
-    if (kind == 1) forward_pair(x, y, cs, sn, s, no_tape, pare);
-    if (kind == 2) forward_half(x, y, cs, sn, s, no_tape, pare);
-    if (kind == 3) forward_half(y, x, cs, sn, s, no_tape, pare);
-    double other[2] = {kind == 3 ? x : y, theirs_lambda[i]};
+    const int code = b.codes[e], kind = code > 0 ? code : -code;
+    const double s = code > 0 ? 1.0 : -1.0, xin = ours_in[i], yin = theirs_in[i];
+    // The peer's output, recomputed from both inputs with the peer's own
+    // arithmetic: only its lambda had to travel.
+    double x = xin, y = yin;
+    forward_entry(kind, x, y, cs, sn, s, pare);
+    double other[2] = {y, theirs_lambda[i]};
     double d;
-    switch (kind) {
-      case 1: {
-        if (pare > 0.0) {
-          const double tape[2] = {ours_in[i], theirs_in[i]};
-          const double* t = tape + 2;
-          d = rewind_taped(own, other, cs, sn, s, t, pare);
-        } else {
-          d = rewind(own, other, cs, sn, s);
-        }
-        break;
+    if (kind == 1) {
+      if (pared(pare, sn, xin, yin)) {
+        d = -sn * (own[1] * xin + other[1] * yin);
+        own[0] = xin;
+        own[1] *= cs;
+      } else {
+        d = rewind(own, other, cs, sn, s);
       }
-      case 2: {
-        const double* t = ours_in + i + 1;
-        d = rewind_half(own, other, cs, sn, s, t, pare);
-        break;
+    } else {
+      // A half: r rotates and q receives (r is this term when kind == 2).
+      double* r = kind == 2 ? own : other;
+      double* q = kind == 2 ? other : own;
+      const double rin = kind == 2 ? xin : yin;
+      if (pared(pare, sn, rin, 0.0)) {
+        d = -r[1] * sn * rin;
+        r[1] *= cs;
+      } else {
+        q[0] -= s * sn * rin;
+        d = -r[1] * sn * rin + q[1] * s * cs * rin;
+        r[1] = cs * r[1] + s * sn * q[1];
       }
-      default: {
-        const double* t = theirs_in + i + 1;
-        d = rewind_half(other, own, cs, sn, s, t, pare);
-      }
+      r[0] = rin;
     }
     if (b.counts) dphi += d;
   });

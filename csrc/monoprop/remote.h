@@ -51,10 +51,10 @@ void for_entries(const RemoteLayer& layer, std::size_t lo, std::size_t hi, F&& f
   }
 }
 
-// Entries [lo, hi) of a layer forward at (cos, sin) = (cs, sn): c[s] is shard
-// s's coefficients, theirs[i] the peer's input of entry i.
+// Entries [lo, hi) of a layer forward at (cos, sin) = (cs, sn): the term of
+// entry i is c[shard][stride * slot], theirs[i] the peer's input.
 void remote_forward(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn, double* const* c,
-                    const double* theirs, double pare);
+                    std::size_t stride, const double* theirs, double pare);
 
 // The same entries backwards on interleaved states (c, lambda) per slot:
 // theirs_lambda holds the peer's lambda per entry (its c output follows from

@@ -1,6 +1,13 @@
 // The 2x2 rotation kernels a graph entry applies, forward and in reverse,
-// shared by the per-shard sweeps (graph.cpp) and the entries that span two
+// shared by the per-shard sweeps (replay.cpp) and the entries that span two
 // ranks (remote.cpp). See graph.h for what each entry does.
+//
+// The reverse sweep needs each entry's inputs. A rotation is inverted by its
+// transpose. A scaling by cos is inverted by dividing by cos: for a double
+// angle cos(phi) is never 0, and the quotient is accurate to an ulp at any
+// size (only an output that underflowed to a subnormal number loses digits,
+// and such a value is below 1e-290). So no inputs are stored, except that a
+// pared replay (pare > 0) keeps one flag an entry: whether it was pared.
 #pragma once
 
 #include <algorithm>
@@ -11,38 +18,24 @@ namespace monoprop::rotation {
 // Two doubles in one SIMD register (SSE2 on x86-64, NEON on arm64).
 using V2 = double __attribute__((vector_size(16)));
 
+// Whether paring reduces an entry with inputs (ca, cb) to its cos scaling.
 inline bool pared(double pare, double sn, double ca, double cb) {
   return pare > 0.0 && std::abs(sn) * std::max(std::abs(ca), std::abs(cb)) < pare;
 }
 
-// Forward through a rotation of (x, y); with paring, tapes the inputs first.
-inline void forward_pair(double& x, double& y, double cs, double sn, double s, double*& t, double pare) {
+inline void rotate(double& x, double& y, double cs, double sn, double s) {
   const double ca = x, cb = y;
-  if (pare > 0.0) {
-    if (t) {
-      *t++ = ca;
-      *t++ = cb;
-    }
-    if (pared(pare, sn, ca, cb)) {
-      x = cs * ca;
-      y = cs * cb;
-      return;
-    }
-  }
   x = cs * ca - s * sn * cb;
   y = cs * cb + s * sn * ca;
 }
-
-inline void forward_half(double& x, double& y, double cs, double sn, double s, double*& t, double pare) {
-  const double ca = x;
-  if (t) *t++ = ca;
-  if (!pared(pare, sn, ca, 0.0)) y += s * sn * ca;
-  x = cs * ca;
+inline void receive(double& x, double& y, double cs, double sn, double s) {
+  y += s * sn * x;
+  x *= cs;
 }
 
 // The derivative of a rotation is the rotation by a further quarter turn, so
 // d f / d phi reads the outputs; then (c, lambda) of both slots rewind through
-// the transpose together, as 2-vectors.
+// the transpose together, as 2-vectors. x and y point at (c, lambda).
 inline double rewind(double* x, double* y, double cs, double sn, double s) {
   const double d = s * (y[1] * x[0] - x[1] * y[0]);
   const V2 X = {x[0], x[1]}, Y = {y[0], y[1]};
@@ -55,29 +48,23 @@ inline double rewind(double* x, double* y, double cs, double sn, double s) {
   return d;
 }
 
-// Rewinds a pair that was taped (paring on); returns d f / d phi.
-inline double rewind_taped(double* x, double* y, double cs, double sn, double s, const double*& t, double pare) {
-  const double cb = *--t, ca = *--t;
-  if (!pared(pare, sn, ca, cb)) return rewind(x, y, cs, sn, s);
+// A cos scaling backwards: recovers the input, returns d f / d phi.
+inline double unscale(double* x, double cs, double sn) {
+  const double ca = x[0] / cs;
   x[0] = ca;
-  y[0] = cb;
-  const double d = -sn * (x[1] * ca + y[1] * cb);
+  const double d = -x[1] * sn * ca;
   x[1] *= cs;
-  y[1] *= cs;
   return d;
 }
 
-inline double rewind_half(double* x, double* y, double cs, double sn, double s, const double*& t, double pare) {
-  const double ca = *--t;
+// A half backwards (x rotated, y received).
+inline double rewind_half(double* x, double* y, double cs, double sn, double s) {
+  const double ca = x[0] / cs;
   x[0] = ca;
-  if (pared(pare, sn, ca, 0.0)) {
-    const double d = -x[1] * sn * ca;
-    x[1] *= cs;
-    return d;
-  }
   y[0] -= s * sn * ca;
   const double d = -x[1] * sn * ca + y[1] * s * cs * ca;
   x[1] = cs * x[1] + s * sn * y[1];
   return d;
 }
+
 }  // namespace monoprop::rotation

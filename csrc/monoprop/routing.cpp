@@ -89,6 +89,18 @@ Routing::Routing(const mpi::Comm& comm, int threads, int slots) : ranks_(comm.si
   } while (span(basis_) < d);
 }
 
+std::vector<int> Routing::peers(int rank, const std::uint64_t* words, int n_words) const {
+  std::vector<int> out;
+  if (ranks_ == 1) return out;
+  if (linear()) {
+    if (const std::uint64_t s = shift(words, n_words)) out.push_back(rank ^ static_cast<int>(s));
+    return out;
+  }
+  for (int r = 0; r < ranks_; ++r)
+    if (r != rank) out.push_back(r);
+  return out;
+}
+
 std::uint64_t Routing::shift(const std::uint64_t* words, int n_words) const {
   if (bits_ == 0) return 0;
   std::uint64_t h = 0;

@@ -46,6 +46,10 @@ class Routing {
     if (ranks_ == 1 || linear()) return static_cast<int>(scale(q, static_cast<std::uint64_t>(threads_)));
     return static_cast<int>(global_owner(q) % static_cast<std::uint64_t>(threads_));
   }
+  // The peers, ascending, that rank `rank` sends the lookups of a layer with
+  // generator `words` to: none on one rank or when the layer stays local; with
+  // linear routing the single peer rank xor h_d(G); with splitmix all others.
+  std::vector<int> peers(int rank, const std::uint64_t* words, int n_words) const;
   // The number of bits spanned (over GF(2)) by `shifts`.
   static int span(const std::vector<std::uint64_t>& shifts);
 

@@ -1,31 +1,27 @@
-// One shard's terms, addressed by a dense slot index, with an open-addressing
-// hash index from monomial to slot.
+// One shard's terms, addressed by a dense slot index.
 //
-// Keys are stored by column: word k of every term lies in one array, beside
-// an array of term lengths. A gate scan reads only the words its generator
-// touches (one word of eight bytes for a few-qubit gate) instead of whole
-// keys: every gate streams the whole store, so bytes per term matter.
-//
-// The index stores, per entry, the slot and 32 bits of the key's hash, so a
-// probe rarely has to read a key that does not match.
+// Three views of the same keys: rows (the W words of term i at W*i), which a
+// lookup compares and a birth copies in one cache line; bit columns
+// (bit_columns.h), which a gate scans; and the hash index (hash_index.h) from
+// monomial to slot. Coefficients live outside the store, in arrays indexed by
+// slot, so that several coefficient vectors (the operand a replay starts
+// from, a build's working values, replay buffers) share one set of keys.
 //
 // Terms are only ever appended (a rotation never removes a term: the cos
 // branch is always kept), so slots are stable for the life of the store and
-// the propagation graph can refer to them. Coefficients live outside the
-// store, in vectors indexed by slot, so that several coefficient vectors
-// (base operator, seed work vector, replay) can share one set of keys.
+// the propagation graph can refer to them.
 #pragma once
 
-#include <algorithm>
-#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <stdexcept>
 #include <string>
-#include <vector>
 
+#include "bit_columns.h"
+#include "column.h"
 #include "errors.h"
+#include "hash_index.h"
 #include "monomial.h"
 
 namespace monoprop {
@@ -38,128 +34,137 @@ class Store {
   // The empty marker takes the largest index, so a shard holds one fewer.
   static constexpr std::size_t kCeiling = static_cast<std::size_t>(kEmpty);
 
-  Store() { rehash(16); }
+  // `slots` key slots (2n); `parity`: keep a column of length parities.
+  Store(int slots, bool parity) : bits_(slots, parity) {}
 
-  std::size_t size() const { return lengths_.size(); }
+  std::size_t size() const { return size_; }
+  const std::uint64_t* row(std::size_t slot) const { return rows_.data() + W * slot; }
   Key key(std::size_t slot) const {
     Key k;
-    for (int w = 0; w < W; ++w) k.words[w] = columns_[w][slot];
+    for (int w = 0; w < W; ++w) k.words[w] = rows_[W * slot + w];
     return k;
   }
-  int length(std::size_t slot) const { return lengths_[slot]; }
-  const std::uint64_t* column(int w) const { return columns_[w].data(); }
-  const std::uint16_t* lengths() const { return lengths_.data(); }
+  int length(std::size_t slot) const {
+    int n = 0;
+    for (int w = 0; w < W; ++w) n += std::popcount(rows_[W * slot + w]);
+    return n;
+  }
+  const BitColumns& bits() const { return bits_; }
 
-  // Slot of `k` (whose hash is `h`), or kEmpty.
   Index find(const Key& k, std::uint64_t h) const {
-    const auto tag = static_cast<std::uint32_t>(h >> 32);
-    for (std::size_t pos = h & mask_;; pos = (pos + 1) & mask_) {
-      const Entry& e = table_[pos];
-      if (e.slot == kEmpty) return kEmpty;
-      // The tag settles almost every mismatch without touching the key array.
-      if (e.tag == tag && matches(e.slot, k)) return e.slot;
-    }
+    return index_.probe(h, kEmpty, [&](Index s) { return matches(s, k); });
   }
   Index find(const Key& k) const { return find(k, k.hash()); }
 
-  // Lookup in two halves, for pipelines that overlap their cache misses:
-  // `candidate` reads only the index (whose line a prefetch brought in) and
-  // returns the first slot whose tag matches, or kEmpty (surely absent);
-  // `prefetch_key` then asks for that slot's key, and `confirm` finishes.
-  Index candidate(std::uint64_t h) const {
-    const auto tag = static_cast<std::uint32_t>(h >> 32);
-    for (std::size_t pos = h & mask_;; pos = (pos + 1) & mask_) {
-      const Entry& e = table_[pos];
-      if (e.slot == kEmpty || e.tag == tag) return e.slot;
-    }
+  // A lookup in stages, for pipelines that overlap their cache misses:
+  // prefetch(h) asks for the home group; candidate(h) reads it and gives the
+  // first slot whose tag matches (kEmpty if none); prefetch_row asks for that
+  // slot's key; confirm(k, h, candidate) finishes (a full probe when the home
+  // group overflowed or the candidate was another key, both rare).
+  void prefetch(std::uint64_t h) const { index_.prefetch(h); }
+  Index candidate(std::uint64_t h) const { return index_.first_candidate(h, kEmpty); }
+  void prefetch_row(Index slot) const {
+    if (slot != kEmpty) __builtin_prefetch(row(slot));
   }
-  void prefetch_key(Index slot) const {
-    if (slot == kEmpty) return;
-    for (int w = 0; w < std::min(W, 4); ++w) __builtin_prefetch(&columns_[w][slot]);
-  }
-  // find(k, h), given candidate(h): a tag that matched another key (rare) falls
-  // back to the full probe.
   Index confirm(const Key& k, std::uint64_t h, Index candidate) const {
-    if (candidate == kEmpty || matches(candidate, k)) return candidate;
+    if (candidate != kEmpty && matches(candidate, k)) return candidate;
+    if (candidate == kEmpty && !index_.home_full(h)) return kEmpty;
     return find(k, h);
   }
 
-  // Hints the cache to load the table line a lookup of hash `h` starts at.
-  void prefetch(std::uint64_t h) const { __builtin_prefetch(&table_[h & mask_]); }
-
-  // Refuses, before changing anything, when `extra` more terms would not fit.
+  // Refuses, before changing anything, when `extra` more terms would not fit
+  // the index type; otherwise makes room for them (the index may be rebuilt).
   void reserve_for(std::size_t extra) {
-    if (size() + extra > kCeiling)
+    if (size_ + extra > kCeiling)
       throw ShardCeilingError("a shard addresses at most " + std::to_string(kCeiling) +
-                              " terms (its index ceiling); it holds " + std::to_string(size()) +
+                              " terms (its index ceiling); it holds " + std::to_string(size_) +
                               " and this step would add up to " + std::to_string(extra) +
                               ". Run more shards (monoprop_NUM_THREADS or MPI ranks) or raise lower_atol.");
-    const std::size_t need = size() + extra;
-    if (need * 2 > table_.size()) rehash(grow_to(need * 2));
-    // Geometric growth: a layer adds a few terms at a time.
-    if (need > lengths_.capacity()) {
-      const std::size_t capacity = std::max(need, lengths_.capacity() + lengths_.capacity() / 2);
-      for (auto& column : columns_) column.reserve(capacity);
-      lengths_.reserve(capacity);
-    }
+    const std::size_t need = size_ + extra;
+    rows_.reserve(W * need);
+    bits_.reserve(need);
+    if (!index_.fits(need)) rebuild_index(index_.groups_for(need));
+  }
+  // Bytes that reserve_for(extra) and the appends would add (for the memory budget).
+  std::size_t growth_bytes(std::size_t extra) const {
+    const std::size_t need = size_ + extra;
+    std::size_t bytes = extra * (W * 8 + static_cast<std::size_t>(bits_.slots() + 8) / 8);
+    if (!index_.fits(need)) bytes += index_.groups_for(need) * sizeof(typename HashIndex<Index>::Group);
+    return bytes;
   }
 
   // Appends a key known to be absent; reserve_for must have made room.
   Index append(const Key& k, std::uint64_t h) {
-    const auto slot = static_cast<Index>(size());
-    for (int w = 0; w < W; ++w) columns_[w].push_back(k.words[w]);
-    lengths_.push_back(static_cast<std::uint16_t>(k.length()));
-    place(slot, h);
+    const Index slot = append_unindexed(k);
+    index_.place(slot, h);
     return slot;
   }
   Index append(const Key& k) { return append(k, k.hash()); }
-
-  // Drops every slot >= n (undo of a failed operation).
-  void truncate(std::size_t n) {
-    if (n >= size()) return;
-    for (auto& column : columns_) column.resize(n);
-    lengths_.resize(n);
-    rehash(table_.size());
+  // Appends keys that index_appended() indexes later, all at once.
+  Index append_unindexed(const Key& k) {
+    const auto slot = static_cast<Index>(size_);
+    rows_.append(k.words.data(), W);
+    bits_.template append<W>(k.words.data());
+    ++size_;
+    return slot;
+  }
+  // Indexes slots from .. size()-1, appended with append_unindexed; hash_of(slot) gives each hash.
+  template <typename HashOf>
+  void index_appended(std::size_t from, HashOf&& hash_of) {
+    index_.place_all(from, size_, hash_of);
   }
 
-  // The raw index: `capacity` entries of {tag, slot}, slot kEmpty when free.
-  const void* table_data() const { return table_.data(); }
-  std::size_t table_capacity() const { return table_.size(); }
+  // Drops every slot >= n (undo of a refused operation).
+  void truncate(std::size_t n) {
+    if (n >= size_) return;
+    rows_.resize(W * n);
+    bits_.truncate(n);
+    size_ = n;
+    rebuild_index(index_.groups());
+  }
 
-  std::size_t index_bytes() const { return table_.capacity() * sizeof(Entry); }
-  std::size_t key_bytes() const { return lengths_.capacity() * (sizeof(Key) + sizeof(std::uint16_t)); }
+  const HashIndex<Index>& index() const { return index_; }
+  std::size_t key_bytes() const { return rows_.bytes() + bits_.bytes(); }
+  std::size_t index_bytes() const { return index_.bytes(); }
 
  private:
-  struct Entry {
-    std::uint32_t tag;  // high half of the key's hash
-    Index slot;
-  };
-
   bool matches(Index slot, const Key& k) const {
+    const std::uint64_t* r = row(slot);
     std::uint64_t diff = 0;
-    for (int w = 0; w < W; ++w) diff |= columns_[w][slot] ^ k.words[w];
+    for (int w = 0; w < W; ++w) diff |= r[w] ^ k.words[w];
     return diff == 0;
   }
-  static std::size_t grow_to(std::size_t n) {
-    std::size_t c = 16;
-    while (c < n) c <<= 1;
-    return c;
-  }
-  void place(Index slot, std::uint64_t h) {
-    std::size_t pos = h & mask_;
-    while (table_[pos].slot != kEmpty) pos = (pos + 1) & mask_;
-    table_[pos] = {static_cast<std::uint32_t>(h >> 32), slot};
-  }
-  void rehash(std::size_t capacity) {
-    table_.assign(capacity, Entry{0, kEmpty});
-    mask_ = capacity - 1;
-    for (std::size_t s = 0; s < size(); ++s) place(static_cast<Index>(s), key(s).hash());
+  void rebuild_index(std::size_t groups) {
+    index_.rebuild(groups, size_, [&](std::size_t s) { return key(s).hash(); });
   }
 
-  std::array<std::vector<std::uint64_t>, W> columns_;
-  std::vector<std::uint16_t> lengths_;  // set slots per term
-  std::vector<Entry> table_;
-  std::size_t mask_ = 0;
+  Column<std::uint64_t> rows_;
+  BitColumns bits_;
+  HashIndex<Index> index_;
+  std::size_t size_ = 0;
 };
+
+// Looks up n keys in stages, `ahead` keys apart, so that the cache misses of
+// several lookups overlap: hash(i) and key(i) describe key i, found(i, slot)
+// receives its slot or Keys::kEmpty, in order.
+template <typename Keys, typename HashAt, typename KeyAt, typename Found>
+void lookup_all(const Keys& keys, std::size_t n, HashAt&& hash, KeyAt&& key, Found&& found) {
+  constexpr std::size_t ahead = 16;
+  using Index = decltype(keys.candidate(0));
+  Index candidates[2 * ahead];
+  for (std::size_t i = 0; i < n + 2 * ahead; ++i) {
+    if (i < n) keys.prefetch(hash(i));
+    if (i >= ahead && i - ahead < n) {
+      const std::size_t j = i - ahead;
+      const Index c = keys.candidate(hash(j));
+      candidates[j % (2 * ahead)] = c;
+      keys.prefetch_row(c);
+    }
+    if (i >= 2 * ahead) {
+      const std::size_t j = i - 2 * ahead;
+      found(j, keys.confirm(key(j), hash(j), candidates[j % (2 * ahead)]));
+    }
+  }
+}
 
 }  // namespace monoprop

@@ -1,6 +1,14 @@
 // One OpenMP team of T threads for the whole of an operation, thread t
 // working shard t, with barriers between the phases of each step.
 //
+// An operation whose work is small runs instead on the calling thread, the
+// team's primary, which then works every shard in ascending order, phase by
+// phase: the arithmetic of each shard is the same, so the results are bitwise
+// those of the full team. This matters inside an optimiser, which replays a
+// small graph thousands of times: waking T threads and meeting at a barrier
+// per layer costs more than the replay, and threads left spinning between
+// replays compete with the optimiser's own.
+//
 // An exception cannot leave an OpenMP region, and a thread that stops early
 // would leave the others waiting at the next barrier. So a thread that fails
 // records its exception, raises a flag, and meets the others at exactly one
@@ -21,11 +29,17 @@ namespace monoprop {
 
 class Team {
  public:
-  // Runs body(t) on threads t = 0..T-1 of one team; rethrows a failure.
+  // Runs body(t, team) on threads t = 0..threads-1 of one team, or on the
+  // calling thread alone (as t = 0 of a team of one) when `alone`; rethrows a failure.
   template <typename Body>
-  static void run(int threads, Body&& body) {
-    Team team(threads);
-#pragma omp parallel num_threads(threads)
+  static void run(int shards, bool alone, Body&& body) {
+    if (alone || shards == 1) {
+      Team team(1, shards);
+      body(0, team);
+      return;
+    }
+    Team team(shards, shards);
+#pragma omp parallel num_threads(shards)
     {
       const int t = omp_get_thread_num();
       team.member(t, body);
@@ -33,8 +47,16 @@ class Team {
     team.rethrow();
   }
 
+  int size() const { return size_; }
+  // Calls f(s) for the shards thread t works, in ascending order.
+  template <typename F>
+  void each(int t, F&& f) const {
+    for (int s = t; s < shards_; s += size_) f(s);
+  }
+
   // A barrier of the whole team; leaves the body when a thread has failed.
   void sync(int t) {
+    if (size_ == 1) return;
 #pragma omp barrier
     if (failed_[epoch_[t].value++ & 1].load(std::memory_order_relaxed)) throw Abandoned{};
   }
@@ -45,7 +67,7 @@ class Team {
     unsigned value = 0;
   };
 
-  explicit Team(int threads) : errors_(threads), epoch_(threads) {}
+  Team(int size, int shards) : size_(size), shards_(shards), errors_(size), epoch_(size) {}
 
   template <typename Body>
   void member(int t, Body& body) {
@@ -65,6 +87,7 @@ class Team {
       if (e) std::rethrow_exception(e);
   }
 
+  int size_, shards_;
   std::atomic<bool> failed_[2] = {false, false};
   std::vector<std::exception_ptr> errors_;
   std::vector<Epoch> epoch_;

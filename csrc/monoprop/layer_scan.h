@@ -1,0 +1,117 @@
+// The scan of a gate layer, and with it the truncation rule.
+//
+// For a layer exp(+i theta h G) at phi = 2 h theta (sin phi = sn, cos phi =
+// cs), a held term a anticommuting with G (and no longer than
+// only_rotate_len_k, else it is untouched) is *active* when
+//     |sn * c_a| > lower_atol          (strict; always, without lower_atol
+//                                       or in a structural build)
+// with c_a its coefficient before the layer. Only an active term builds its
+// partner b = a xor G and tests it:
+//     measure(b) <= cutoff, or b is fully paired, or (coefficient-informed,
+//     with upper_atol set) |sn * c_a| > upper_atol
+// and only a term whose partner passes asks the partner's owner to look it up
+// (it is *asking*). A held partner makes a pair that rotates both ways, a
+// missing one is born. Every other anticommuting term is *quiet*: it is only
+// scaled by cs, unless another term's lookup finds it, which makes it the
+// partner in that term's pair. So a pair {a, b} rotates when at least one of
+// its terms asked, and a term is born only from an asking term whose partner
+// is not held. Example: Pauli Z0 = 1e-5 and Y0 = 2e-5 under exp(+i pi/4 X0)
+// with lower_atol 1e-4 are both quiet and both end near 0; they do not swap.
+//
+// The scan reads the bit columns (bit_columns.h): the xor of the generator's
+// columns marks 64 anticommuting terms at a time. Where coefficients are
+// evolved (propagate, a seeded build) a quiet term is scaled right away, in
+// the same pass; a lookup that finds it later divides the scaling out again
+// to rotate the pair from the value before the layer (rotation.h).
+#pragma once
+
+#include <bit>
+
+namespace monoprop {
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
+  Shard& me = shards_[s];
+  const Keys& keys = me.keys;
+  const std::size_t n = keys.size();
+  me.quiet.clear();
+  for (auto& out : me.outbox) out.clear();
+  for (auto& out : me.remote_out) out.clear();
+  if (me.flags.size() < n) me.flags.resize(n, 0);
+
+  const Truncation& t = config_.truncation;
+  const bool lower = c && t.lower_atol, upper = c && t.upper_atol;
+  const double lower_atol = lower ? *t.lower_atol : 0.0, upper_atol = upper ? *t.upper_atol : 0.0;
+  const bool support = t.type == CutoffType::Support;
+  const bool linear = routing_.linear();
+  auto quiet = [&](std::uint32_t i) {
+    if (c) c[i] *= plan.cs;
+    if (plan.record) me.quiet.push_back(i);
+  };
+  auto ask = [&](std::uint32_t i, const Key& key, const Key& partner) {
+    me.flags[i] |= kAsking;
+    const Query q{partner, partner.hash(), i, 0, static_cast<std::int8_t>(A::anticommuting_sign(key, plan.gen)),
+                  Answer::Born};
+    if (!plan.peers.empty()) {
+      const int r = linear ? plan.peers[0] : routing_.spread_rank(q.hash);
+      if (r != rank_) return me.remote_out[static_cast<std::size_t>(r)].push_back(q);
+    }
+    me.outbox[static_cast<std::size_t>(owner(q.hash))].push_back(q);
+  };
+
+  // Active terms wait in `active` while their key rows are fetched; their
+  // coefficients were asked for a few words earlier (`ahead`).
+  constexpr std::size_t kActive = 16, ahead = 4;
+  std::uint32_t active[kActive];
+  double weight[kActive];
+  std::size_t n_active = 0;
+  auto flush = [&] {
+    for (std::size_t e = 0; e < n_active; ++e) {
+      const std::uint32_t i = active[e];
+      const Key key = keys.key(i), partner = key ^ plan.generator;
+      const int measure = support ? partner.support() : partner.length();
+      if (measure <= t.cutoff || partner.fully_paired() || (upper && weight[e] > upper_atol))
+        ask(i, key, partner);
+      else
+        quiet(i);
+    }
+    n_active = 0;
+  };
+
+  const BitColumns& bits = keys.bits();
+  const std::size_t m = plan.columns.size(), words = bits.words();
+  std::vector<const std::uint64_t*> columns(m);
+  for (std::size_t k = 0; k < m; ++k) columns[k] = bits.column(plan.columns[k]);
+  auto hits_of = [&](std::size_t w) {
+    std::uint64_t hits = 0;
+    for (std::size_t k = 0; k < m; ++k) hits ^= columns[k][w];
+    return hits;
+  };
+  std::uint64_t pending[2 * ahead];  // masks of words w .. w + ahead
+  for (std::size_t v = 0; v < words + ahead; ++v) {
+    if (v < words) {
+      const std::uint64_t hits = pending[v % (2 * ahead)] = hits_of(v);
+      if (c)  // one line of coefficients per byte of the mask that has hits
+        for (std::uint64_t lines = hits; lines; lines &= ~(std::uint64_t{0xff} << (std::countr_zero(lines) & ~7)))
+          __builtin_prefetch(c + 64 * v + (std::countr_zero(lines) & ~7));
+    }
+    if (v < ahead) continue;
+    const std::size_t w = v - ahead;
+    for (std::uint64_t hits = pending[w % (2 * ahead)]; hits; hits &= hits - 1) {
+      const auto i = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(hits)));
+      if (plan.k && keys.length(i) > *plan.k) continue;  // untouched
+      const double moved = c ? std::abs(plan.sn * c[i]) : 0.0;
+      if (lower && !(moved > lower_atol)) {
+        quiet(i);
+        continue;
+      }
+      keys.prefetch_row(static_cast<I>(i));
+      active[n_active] = i;
+      weight[n_active] = moved;
+      if (++n_active == kActive) flush();
+    }
+  }
+  flush();
+}
+
+}  // namespace monoprop

@@ -1,0 +1,209 @@
+// One gate layer on every shard: scan, resolve, settle (see propagator.h).
+// Included by propagator.h only.
+//
+// `values` (null in a structural build) are the coefficient columns being
+// evolved, one per shard: the operand itself in propagate, a build's working
+// values at its seed otherwise. `record` receives each shard's part of the
+// layer when the layer goes into a graph.
+#pragma once
+
+namespace monoprop {
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::apply_layer(int t, Team& team, const LayerPlan& plan, Column<double>** values,
+                                      std::vector<Graph>* record, RemoteLayer* remote) {
+  const bool ranks = !plan.peers.empty();
+  if (t == 0) *remote = {};  // what the last layer shared with other ranks is recorded by now
+  team.each(t, [&](int s) { scan(s, plan, values ? values[s]->data() : nullptr); });
+  team.sync(t);
+  if (ranks) {  // the primary sends the lookups; each thread then finds the shards of what arrived
+    if (t == 0) send_lookups(plan);
+    team.sync(t);
+    sort_incoming(t, team, plan);
+    team.sync(t);
+  }
+  team.each(t, [&](int s) { resolve(s, plan); });
+  team.each(t, [&](int s) { check_growth(s, plan, values != nullptr); });
+  team.each(t, [&](int s) { append_births(s, plan, values ? values[s] : nullptr); });
+  team.sync(t);
+  if (ranks) {  // answers back; both sides record the entries they share in the same order
+    if (t == 0) answer_lookups(plan, *remote);
+    team.sync(t);
+  }
+  team.each(t, [&](int s) { settle(s, plan, values, record ? &(*record)[static_cast<std::size_t>(s)] : nullptr); });
+  if (values && ranks && !remote->empty()) {
+    std::vector<double*> c(shards_.size());
+    for (std::size_t s = 0; s < shards_.size(); ++s) c[s] = values[s]->data();
+    team.each(t, [&](int s) { unscale_remote(s, *remote, plan, c.data()); });
+    if (t == 0) remote_values_.resize(2 * remote->entries);
+    team.sync(t);
+    double* ours = remote_values_.data();
+    remote_step(t, team, *remote, plan.cs, plan.sn, c.data(), 1, ours, ours + remote->entries, 0.0);
+  }
+  team.each(t, [&](int s) { clear_flags(s); });
+  // The next scan reads coefficients that other threads' entries may have written.
+  if (values) team.sync(t);
+}
+
+// The owner's side: looks up what every shard (this one included) asked it,
+// in ascending source order, and counts the births.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan) {
+  Shard& me = shards_[static_cast<std::size_t>(s)];
+  me.born = 0;
+  me.marked.clear();
+  auto answer = [&](std::uint32_t b, Answer& out) {
+    if (me.flags[b] & kAsking) {
+      out = Answer::FoundAsking;
+      return;
+    }
+    out = Answer::Found;
+    if (plan.record) {  // quiet, but now a pair's partner: no cos entry of its own
+      me.flags[b] |= kMarked;
+      me.marked.push_back(b);
+    }
+  };
+  for (Shard& source : shards_) {
+    std::vector<Query>& inbox = source.outbox[static_cast<std::size_t>(s)];
+    lookup_all(
+        me.keys, inbox.size(), [&](std::size_t i) { return inbox[i].hash; },
+        [&](std::size_t i) -> const Key& { return inbox[i].partner; },
+        [&](std::size_t i, I b) {
+          Query& q = inbox[i];
+          if (b == Keys::kEmpty) {
+            q.answer = Answer::Born;
+            ++me.born;
+            return;
+          }
+          q.b = static_cast<std::uint32_t>(b);
+          answer(q.b, q.answer);
+        });
+  }
+  if (!plan.peers.empty()) resolve_incoming(s, plan);
+}
+
+// Asks the memory budget for what shard s is about to add.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::check_growth(int s, const LayerPlan& plan, bool evolving) {
+  const Shard& me = shards_[static_cast<std::size_t>(s)];
+  std::size_t queries = 0;
+  for (const auto& out : me.outbox) queries += out.size();
+  const std::size_t bytes = me.keys.growth_bytes(me.born) + me.born * (sizeof(double) * (evolving ? 2 : 1) + 1) +
+                            (plan.record ? 6 * queries + 2 * me.quiet.size() : 0);
+  if (budget_.grant(bytes)) return;
+  throw MemoryBudgetError(
+      std::string(plan.operation) + " stopped at layer " + std::to_string(plan.layer + 1) + " of " +
+      std::to_string(plan.layers) + ": it would need about " + format_bytes(bytes) + " more for shard " +
+      std::to_string(s) + " (" + std::to_string(me.born) + " new terms beside " + std::to_string(me.keys.size()) +
+      " held), and the process would pass its memory budget of " +
+      format_bytes(budget_.limit()) + " (it holds about " + format_bytes(budget_.expected()) +
+      "; monoprop_MEMORY_LIMIT sets the budget in bytes). Raise lower_atol, lower the cutoff, or distribute over "
+      "more MPI ranks. The propagator is left as it was before the call.");
+}
+
+// Appends the births in the order they were looked up: by source shard, then
+// those other ranks asked for, by ascending rank. A shard that would cross its
+// ceiling refuses before appending; the caller then rolls every shard back.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::append_births(int s, const LayerPlan& plan, Column<double>* values) {
+  Shard& me = shards_[static_cast<std::size_t>(s)];
+  me.keys.reserve_for(me.born);
+  const std::size_t first = me.keys.size();
+  std::vector<std::uint64_t>& hashes = me.birth_hashes;
+  hashes.clear();
+  for (Shard& source : shards_)
+    for (Query& q : source.outbox[static_cast<std::size_t>(s)])
+      if (q.answer == Answer::Born) {
+        q.b = static_cast<std::uint32_t>(me.keys.append_unindexed(q.partner));
+        hashes.push_back(q.hash);
+      }
+  for (const int peer : plan.peers) {
+    const auto r = static_cast<std::size_t>(peer);
+    const auto* wire = reinterpret_cast<const Wire*>(exchange_.in[r].data());
+    for (std::size_t e = 0; e < exchange_.incoming[r].size(); ++e) {
+      Incoming& in = exchange_.incoming[r][e];
+      if (in.shard != s || in.answer != Answer::Born) continue;
+      in.found = me.keys.append_unindexed(wire[e].partner);
+      hashes.push_back(in.hash);
+    }
+  }
+  me.keys.index_appended(first, [&](std::size_t slot) { return hashes[slot - first]; });
+  if (values) values->resize(me.keys.size(), 0.0);
+}
+
+// The asking side: applies and records the rotations shard s asked for (in
+// the order it asked), and records the cos entries of its quiet terms. Of a
+// pair whose terms both asked, the query whose partner holds the generator's
+// top slot records it: exactly one of a and a xor G does.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::settle(int s, const LayerPlan& plan, Column<double>** values, Graph* record) {
+  Shard& me = shards_[static_cast<std::size_t>(s)];
+  ShardLayer layer;
+  if (record) {
+    SectionWriter cos(layer.bytes, layer.cos);
+    for (const std::uint32_t a : me.quiet)
+      if (!(me.flags[a] & kMarked)) cos.cos(a);
+  }
+  for (std::size_t o = 0; o < shards_.size(); ++o) {
+    const std::vector<Query>& queries = me.outbox[o];
+    if (queries.empty()) continue;
+    if (values) {
+      double* own = values[s]->data();
+      double* other = values[o]->data();
+      for (const Query& q : queries) {
+        if (!owns_rotation(q, plan)) continue;
+        double& x = own[q.a];
+        double& y = other[q.b];
+        if (q.answer != Answer::Born && half(q, plan)) {
+          rotation::receive(x, y, plan.cs, plan.sn, q.sign);
+        } else {
+          if (q.answer == Answer::Found) y /= plan.cs;  // undo the scan's scaling of a quiet partner
+          rotation::rotate(x, y, plan.cs, plan.sn, q.sign);
+        }
+      }
+    }
+    if (record) record_part(layer, o, queries, plan);
+  }
+  if (!record) return;
+  layer.bytes.shrink_to_fit();
+  record->push_back(std::move(layer));
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::record_part(ShardLayer& layer, std::size_t owner_shard, const std::vector<Query>& queries,
+                                      const LayerPlan& plan) const {
+  Part part;
+  part.shard = static_cast<std::uint32_t>(owner_shard);
+  const std::uint8_t width = slot_width(shards_[owner_shard].keys.size());
+  {
+    SectionWriter births(layer.bytes, part.births);
+    for (const Query& q : queries)
+      if (q.answer == Answer::Born) {
+        if (part.births.count == 0) part.births.base = q.b;
+        births.birth(q.a, q.sign);
+      }
+  }
+  {
+    SectionWriter pairs(layer.bytes, part.pairs, width);
+    for (const Query& q : queries)
+      if (q.answer != Answer::Born && owns_rotation(q, plan) && !half(q, plan)) pairs.pair(q.a, q.b, q.sign);
+  }
+  {
+    SectionWriter halves(layer.bytes, part.halves, width);
+    for (const Query& q : queries)
+      if (q.answer != Answer::Born && half(q, plan)) halves.pair(q.a, q.b, q.sign);
+  }
+  if (part.births.count + part.pairs.count + part.halves.count) layer.parts.push_back(part);
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::clear_flags(int s) {
+  Shard& me = shards_[static_cast<std::size_t>(s)];
+  for (const auto& out : me.outbox)
+    for (const Query& q : out) me.flags[q.a] = 0;
+  for (const auto& out : me.remote_out)
+    for (const Query& q : out) me.flags[q.a] = 0;
+  for (const std::uint32_t b : me.marked) me.flags[b] = 0;
+}
+
+}  // namespace monoprop

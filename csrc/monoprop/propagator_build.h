@@ -1,0 +1,221 @@
+// Propagator: propagate and build_graph, which apply a circuit's layers to the
+// stores. Included by propagator.h only.
+#pragma once
+
+namespace monoprop {
+
+// Applies a circuit's layers in application order, reporting progress.
+// `theta` (with `parameter_shift` onto its axis) gives the angles when the
+// coefficients in `values` are evolved; `record` and `infos` receive the graph.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
+                                        std::int32_t parameter_shift, Column<double>** values,
+                                        std::vector<Graph>* record, std::vector<RemoteLayer>* remote_record,
+                                        std::optional<int> k) {
+  const auto order = application_order(circuit);
+  const int slots = 2 * config_.num_modes;
+  for (std::size_t l = 0; l < order.size(); ++l) {
+    const LayerSpec& spec = *order[l];
+    LayerPlan plan(key_of(spec.slots));
+    A::scan_columns(plan.generator, slots, plan.columns);
+    for (int w = W; w-- > 0;)
+      if (plan.generator.words[w]) {
+        plan.top = static_cast<std::uint32_t>(64 * w + 63 - std::countl_zero(plan.generator.words[w]));
+        break;
+      }
+    if (theta) {
+      const double phi = frequency(spec) * (*theta)[static_cast<std::size_t>(spec.parameter + parameter_shift)];
+      plan.cs = std::cos(phi);
+      plan.sn = std::sin(phi);
+    }
+    plan.informed = values != nullptr;
+    plan.record = record != nullptr;
+    plan.k = k;
+    plan.peers = routing_.peers(rank_, plan.generator.words.data(), W);
+    plan.operation = record ? "build_graph" : "propagate";
+    plan.layer = l;
+    plan.layers = order.size();
+    if (t == 0 && budget_.granted_any()) budget_.refresh();
+    apply_layer(t, team, plan, values, record, &remote_scratch_);
+    if (t != 0) continue;  // the primary thread records what spans ranks, and reports
+    if (remote_record) remote_record->push_back(remote_scratch_);
+    if (l == 0) maybe_fault(plan.operation);
+    if (progress_) progress_(l + 1, order.size(), total_size());
+  }
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::report_routing(const CircuitSpec& circuit) const {
+  if (routing_reported_ || routing_.bits() == 0) return;
+  std::vector<std::uint64_t> shifts;
+  for (const LayerSpec& layer : circuit.layers) shifts.push_back(routing_.shift(key_of(layer.slots).words.data(), W));
+  const int spanned = Routing::span(shifts);
+  if (spanned >= routing_.bits()) return;
+  routing_reported_ = true;
+  if (rank_ == 0)
+    std::fprintf(stderr,
+                 "COMMROUTE: the circuit's rank shifts span %d of %d routing bits, so the terms of one rank reach "
+                 "only %lld of the %d ranks and some ranks stay empty.\n",
+                 spanned, routing_.bits(), 1LL << spanned, routing_.ranks());
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::release_scratch() {
+  const auto ranks = static_cast<std::size_t>(routing_.ranks());
+  for (Shard& shard : shards_) {
+    shard.release_scratch();
+    shard.outbox.resize(shards_.size());
+    shard.remote_out.resize(ranks);
+  }
+  exchange_ = {};
+  exchange_.out.resize(ranks);
+  exchange_.in.resize(ranks);
+  exchange_.incoming.resize(ranks);
+  exchange_.answers_out.resize(ranks);
+  exchange_.answers_in.resize(ranks);
+  remote_scratch_ = {};
+  remote_values_ = {};
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::truncate_to(const std::vector<std::size_t>& sizes) {
+  for (std::size_t s = 0; s < shards_.size(); ++s) {
+    shards_[s].keys.truncate(sizes[s]);
+    shards_[s].base.resize(std::min(shards_[s].base.size(), sizes[s]));
+  }
+}
+
+// The operand evolves in place; a refusal (the shard ceiling or the memory
+// budget) restores it from a copy of its coefficients taken at the start.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vector<double>& parameters,
+                                    std::optional<int> k) {
+  check_valid();
+  check_circuit(circuit, k);
+  if (!layers_.empty())
+    throw UsageError(
+        "propagate() cannot run on a propagator with a non-empty graph; contract it first "
+        "(contract_partially) or use build_graph.");
+  if (static_cast<std::int64_t>(parameters.size()) != circuit.n_parameters)
+    throw UsageError("The length of parameters (" + std::to_string(parameters.size()) +
+                     ") must be the same as max(parameter_mapping)+1 (" + std::to_string(circuit.n_parameters) + ").");
+  guarded("propagate", [&] {
+    report_routing(circuit);
+    std::vector<std::size_t> before;
+    std::vector<Column<double>> saved;
+    std::vector<Column<double>*> values;
+    for (Shard& shard : shards_) {
+      before.push_back(shard.keys.size());
+      saved.push_back(shard.base);
+      values.push_back(&shard.base);
+    }
+    budget_.refresh();
+    try {
+      Team::run(threads(), false, [&](int t, Team& team) {
+        apply_circuit(t, team, circuit, &parameters, 0, values.data(), nullptr, nullptr, k);
+      });
+    } catch (const ShardCeilingError&) {
+      rollback(before, std::move(saved));
+      throw;
+    } catch (const MemoryBudgetError&) {
+      rollback(before, std::move(saved));
+      throw;
+    }
+    for (Shard& shard : shards_) {
+      shard.n_base = shard.keys.size();
+      shard.weights_stale = true;
+    }
+    release_scratch();
+    ++generation_;
+  });
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::rollback(const std::vector<std::size_t>& sizes, std::vector<Column<double>> saved) {
+  truncate_to(sizes);
+  for (std::size_t s = 0; s < shards_.size() && s < saved.size(); ++s) shards_[s].base.swap(saved[s]);
+  release_scratch();
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
+                                      std::optional<int> k) {
+  check_valid();
+  check_circuit(circuit, k);
+  const std::int32_t total = n_parameters_ + circuit.n_parameters;
+  if (seed && static_cast<std::int64_t>(seed->size()) != total)
+    throw UsageError("The length of parameters (" + std::to_string(seed->size()) +
+                     ") must be the same as max(parameter_mapping)+1 (" + std::to_string(total) +
+                     ") of the graph after this build.");
+  guarded("build_graph", [&] {
+    // Heisenberg: the new circuit acts first on the state, so its parameters
+    // and gates come first on the axes; Schrodinger: they come last.
+    const std::int32_t old_shift = schrodinger() ? 0 : circuit.n_parameters;
+    const std::int32_t new_shift = schrodinger() ? n_parameters_ : 0;
+    const std::int32_t old_gate_shift = schrodinger() ? 0 : circuit.n_gates;
+    const std::int32_t new_gate_shift = schrodinger() ? n_gates_ : 0;
+    std::vector<double> old_theta;
+    if (seed)
+      for (std::int32_t p = 0; p < n_parameters_; ++p) old_theta.push_back((*seed)[p + old_shift]);
+
+    std::vector<std::size_t> before;
+    std::vector<Column<double>*> values;
+    for (Shard& shard : shards_) {
+      before.push_back(shard.keys.size());
+      values.push_back(&shard.work);
+    }
+    std::vector<Graph> added(shards_.size());
+    std::vector<RemoteLayer> added_remote;
+    report_routing(circuit);
+    budget_.refresh();
+    std::vector<double*> c(shards_.size());
+    try {
+      Team::run(threads(), false, [&](int t, Team& team) {
+        // With a seed, the operand at the seed steers truncation.
+        if (seed) {
+          team.each(t, [&](int s) {
+            Shard& me = shards_[static_cast<std::size_t>(s)];
+            me.work = me.base;
+            c[static_cast<std::size_t>(s)] = me.work.data();
+          });
+          team.sync(t);
+          replay<1>(t, team, c.data(), old_theta.data(), 0.0, nullptr);
+        }
+        apply_circuit(t, team, circuit, seed ? &*seed : nullptr, new_shift, seed ? values.data() : nullptr, &added,
+                      &added_remote, k);
+      });
+    } catch (const ShardCeilingError&) {
+      rollback(before, {});
+      throw;
+    } catch (const MemoryBudgetError&) {
+      rollback(before, {});
+      throw;
+    }
+    for (LayerInfo& layer : layers_) {
+      layer.parameter += old_shift;
+      layer.gate += old_gate_shift;
+    }
+    for (const LayerSpec* spec : application_order(circuit))
+      layers_.push_back({spec->parameter + new_shift, spec->gate + new_gate_shift, frequency(*spec)});
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+      Shard& shard = shards_[s];
+      for (ShardLayer& layer : added[s]) {
+        entries_ += layer.n_cos() + layer.n_rotations();
+        shard.graph.push_back(std::move(layer));
+      }
+      shard.base.resize(shard.keys.size(), 0.0);
+      shard.weights_stale = true;
+    }
+    release_scratch();
+    for (RemoteLayer& layer : added_remote) {
+      layer.offset = remote_entries_;
+      remote_entries_ += layer.entries;
+      remote_.push_back(std::move(layer));
+    }
+    n_parameters_ = total;
+    n_gates_ += circuit.n_gates;
+    ++generation_;
+  });
+}
+
+}  // namespace monoprop

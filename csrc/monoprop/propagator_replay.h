@@ -1,0 +1,311 @@
+// Propagator: replays of the graph (values, gradients, contraction, read-out).
+// Included by propagator.h only.
+#pragma once
+
+namespace monoprop {
+
+// A replay this small runs on the calling thread (team.h): below about 4096
+// entries and terms a layer, a barrier per layer costs more than the work.
+template <typename A, int W, typename I>
+bool Propagator<A, W, I>::small_replay() const {
+  const std::size_t work = entries_ + remote_entries_ + total_size();
+  return work < small_work_ || work < small_work_ / 16 * std::max<std::size_t>(layers_.size(), 1);
+}
+
+// Replays every layer forward on the buffers c (c[s] already holds shard s's
+// starting coefficients, `Stride` doubles apart); `lp`, when given, overrides
+// each layer's parameter index (graph order).
+template <typename A, int W, typename I>
+template <int Stride>
+void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const double* theta, double pare,
+                                 const std::int32_t* lp) const {
+  if (t == 0) {
+    maybe_fault("evaluate");
+    // Both sides' inputs of every remote entry: the remote part of the tape.
+    ours_.resize(remote_entries_);
+    theirs_.resize(remote_entries_);
+  }
+  team.each(t, [&](int s) { shards_[static_cast<std::size_t>(s)].pare.flags.clear(); });
+  team.sync(t);  // every shard's buffer is in place before cross entries reach into it
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const LayerInfo& info = layers_[l];
+    const double phi = info.frequency * theta[lp ? lp[l] : info.parameter];
+    const double cs = std::cos(phi), sn = std::sin(phi);
+    team.each(t, [&](int s) {
+      const Shard& me = shards_[static_cast<std::size_t>(s)];
+      forward_layer<Stride>(me.graph[l], cs, sn, c, s, pare, pare > 0.0 ? &me.pare : nullptr);
+    });
+    if (const RemoteLayer& remote = remote_[l]; !remote.empty())
+      remote_step(t, team, remote, cs, sn, c, Stride, ours_.data() + remote.offset, theirs_.data() + remote.offset,
+                  pare);
+    team.sync(t);
+  }
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters) const {
+  std::vector<double*> c(shards_.size());
+  Team::run(threads(), small_replay(), [&](int t, Team& team) {
+    team.each(t, [&](int s) {
+      const Shard& me = shards_[static_cast<std::size_t>(s)];
+      me.c = me.base;
+      c[static_cast<std::size_t>(s)] = me.c.data();
+    });
+    replay<1>(t, team, c.data(), parameters.data(), 0.0, nullptr);
+  });
+}
+
+// The nonzero weights of the value f = sum_i w_i c_i, ascending: the
+// reference overlaps (Heisenberg) or the observable's coefficients (Schrodinger).
+template <typename A, int W, typename I>
+const std::vector<std::pair<std::uint32_t, double>>& Propagator<A, W, I>::weights(int s) const {
+  const Shard& me = shards_[static_cast<std::size_t>(s)];
+  if (!me.weights_stale) return me.weights;
+  me.weights.clear();
+  for (std::size_t i = 0; i < me.keys.size(); ++i) {
+    double w;
+    if (schrodinger()) {
+      const auto slot = observable_keys_.find(me.keys.key(i));
+      w = slot == Keys::kEmpty ? 0.0 : observable_coefficients_[slot];
+    } else {
+      w = A::reference_overlap(me.keys.key(i), occupied_);
+    }
+    if (w != 0.0) me.weights.emplace_back(static_cast<std::uint32_t>(i), w);
+  }
+  me.weights_stale = false;
+  return me.weights;
+}
+
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::weighted_sum(int s, const double* c, std::size_t stride) const {
+  double f = 0.0;
+  for (const auto& [i, w] : weights(s)) f += w * c[stride * i];
+  return f;
+}
+
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::expectation_value(const std::vector<double>& parameters, double pare,
+                                              const std::vector<std::int32_t>* mapping) const {
+  const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
+  const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
+  return guarded("evaluate", [&] {
+    std::vector<double*> c(shards_.size());
+    std::vector<double> partial(shards_.size(), 0.0);
+    Team::run(threads(), small_replay(), [&](int t, Team& team) {
+      team.each(t, [&](int s) {
+        const Shard& me = shards_[static_cast<std::size_t>(s)];
+        me.c = me.base;
+        c[static_cast<std::size_t>(s)] = me.c.data();
+      });
+      replay<1>(t, team, c.data(), parameters.data(), pare, lp);
+      team.each(t, [&](int s) { partial[static_cast<std::size_t>(s)] = weighted_sum(s, c[static_cast<std::size_t>(s)], 1); });
+    });
+    double f = 0.0;  // ascending shard order: bitwise reproducible for a fixed T
+    for (const double part : partial) f += part;
+    config_.comm.sum(&f, 1);  // then over the ranks
+    return f + core_;
+  });
+}
+
+// The forward sweep runs on the interleaved states (c, lambda) themselves,
+// with lambda already at d f / d c = w, so one buffer serves both sweeps.
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<double>& parameters,
+                                                           std::vector<double>& gradient, double pare,
+                                                           const std::vector<std::int32_t>* mapping) const {
+  const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
+  const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
+  return guarded("evaluate", [&] {
+    const std::size_t L = layers_.size();
+    std::vector<double*> state(shards_.size());
+    std::vector<double> partial(shards_.size(), 0.0);
+    std::vector<std::vector<double>> dphi(shards_.size());
+    Team::run(threads(), small_replay(), [&](int t, Team& team) {
+      team.each(t, [&](int s) {
+        const Shard& me = shards_[static_cast<std::size_t>(s)];
+        me.state.resize(2 * me.base.size());
+        for (std::size_t i = 0; i < me.base.size(); ++i) {
+          me.state[2 * i] = me.base[i];
+          me.state[2 * i + 1] = 0.0;
+        }
+        for (const auto& [i, w] : weights(s)) me.state[2 * std::size_t{i} + 1] = w;
+        state[static_cast<std::size_t>(s)] = me.state.data();
+        dphi[static_cast<std::size_t>(s)].assign(L, 0.0);
+      });
+      replay<2>(t, team, state.data(), parameters.data(), pare, lp);
+      team.each(t, [&](int s) { partial[static_cast<std::size_t>(s)] = weighted_sum(s, state[static_cast<std::size_t>(s)], 2); });
+      if (t == 0) {
+        std::size_t widest = 0;
+        for (const RemoteLayer& remote : remote_) widest = std::max(widest, remote.entries);
+        swap_.resize(2 * widest);
+      }
+      team.each(t, [&](int s) {
+        const Shard& me = shards_[static_cast<std::size_t>(s)];
+        me.pare.cursor = me.pare.flags.size();
+      });
+      team.sync(t);
+      for (std::size_t l = L; l-- > 0;) {
+        const LayerInfo& info = layers_[l];
+        const double phi = info.frequency * parameters[lp ? lp[l] : info.parameter];
+        const double cs = std::cos(phi), sn = std::sin(phi);
+        team.each(t, [&](int s) {
+          const Shard& me = shards_[static_cast<std::size_t>(s)];
+          const ShardLayer& layer = me.graph[l];
+          if (pare > 0.0) me.pare.cursor -= pare_flags(layer);
+          dphi[static_cast<std::size_t>(s)][l] = adjoint_layer(layer, cs, sn, state.data(), s, pare, &me.pare);
+        });
+        if (const RemoteLayer& remote = remote_[l]; !remote.empty()) {
+          std::vector<double*> at(shards_.size());
+          for (std::size_t s = 0; s < shards_.size(); ++s) at[s] = &dphi[s][l];
+          remote_step_back(t, team, remote, cs, sn, state.data(), ours_.data() + remote.offset,
+                           theirs_.data() + remote.offset, swap_.data(), pare, at.data());
+        }
+        team.sync(t);
+      }
+    });
+    // Folds in ascending shard order: bitwise reproducible for a fixed T.
+    gradient.assign(parameters.size(), 0.0);
+    for (std::size_t l = L; l-- > 0;) {
+      const LayerInfo& info = layers_[l];
+      double d = dphi[0][l];
+      for (std::size_t s = 1; s < shards_.size(); ++s) d += dphi[s][l];
+      gradient[static_cast<std::size_t>(lp ? lp[l] : info.parameter)] += info.frequency * d;
+    }
+    double f = 0.0;
+    for (const double part : partial) f += part;
+    // Then over the ranks, in one reduction.
+    gradient.push_back(f);
+    config_.comm.sum(gradient.data(), gradient.size());
+    f = gradient.back();
+    gradient.pop_back();
+    return f + core_;
+  });
+}
+
+// Each shard sends its share of the layer's entries (chunk), value
+// base[shard][stride * slot] each, the primary swaps them with the peers, and
+// `received` holds the peers' values once every thread is past the last
+// barrier. Shares go by shard, not by thread, so that a replay on the calling
+// thread alone does the same arithmetic as the team.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::swap_with_peers(int t, Team& team, const RemoteLayer& layer, const double* const* base,
+                                          std::size_t stride, double* send, double* received) const {
+  team.each(t, [&](int s) {
+    const auto [lo, hi] = chunk(s, threads(), layer.entries);
+    for_entries(layer, lo, hi, [&](const RemoteBlock& b, std::size_t e, std::size_t i) {
+      send[i] = base[b.shards[e]][stride * b.slots[e]];
+    });
+  });
+  team.sync(t);
+  if (t == 0) {
+    std::vector<mpi::Parcel> parcels;
+    for (const RemoteBlock& b : layer.blocks)
+      parcels.push_back({b.peer, send + b.start, b.size(), received + b.start, b.size(), nullptr});
+    config_.comm.exchange(parcels, sizeof(double));
+  }
+  team.sync(t);
+}
+
+// Forward through a remote layer: the entries' inputs are swapped, then each
+// shard's share is updated.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn,
+                                      double* const* c, std::size_t stride, double* ours, double* theirs,
+                                      double pare) const {
+  swap_with_peers(t, team, layer, c, stride, ours, theirs);
+  team.each(t, [&](int s) {
+    const auto [lo, hi] = chunk(s, threads(), layer.entries);
+    remote_forward(layer, lo, hi, cs, sn, c, stride, theirs, pare);
+  });
+}
+
+// Backwards: the entries' lambdas (odd places of the interleaved states) are
+// swapped; each shard's share adds its d f / d phi to dphi[s].
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn,
+                                           double* const* state, const double* ours, const double* theirs,
+                                           double* swap, double pare, double* const* dphi) const {
+  double* received = swap + layer.entries;
+  std::vector<const double*> lambdas(shards_.size());
+  for (std::size_t s = 0; s < shards_.size(); ++s) lambdas[s] = state[s] + 1;
+  swap_with_peers(t, team, layer, lambdas.data(), 2, swap, received);
+  team.each(t, [&](int s) {
+    const auto [lo, hi] = chunk(s, threads(), layer.entries);
+    *dphi[s] += remote_adjoint(layer, lo, hi, cs, sn, state, received, ours, theirs, pare);
+  });
+}
+
+template <typename A, int W, typename I>
+std::vector<double> Propagator<A, W, I>::contract(const std::vector<double>& parameters, bool inplace) {
+  check_valid();
+  check_parameters(parameters, n_parameters_);
+  return guarded("contract_partially", [&] {
+    replay_all(parameters);
+    // The shards' blocks in ascending shard order.
+    std::vector<double> out;
+    for (const Shard& shard : shards_) out.insert(out.end(), shard.c.begin(), shard.c.end());
+    if (!inplace) return out;
+    maybe_fault("contract");
+    for (Shard& shard : shards_) {
+      shard.base = shard.c;
+      shard.graph.clear();
+      shard.n_base = shard.keys.size();
+    }
+    layers_.clear();
+    remote_.clear();
+    remote_entries_ = entries_ = 0;
+    n_parameters_ = 0;
+    n_gates_ = 0;
+    ++generation_;
+    return out;
+  });
+}
+
+template <typename A, int W, typename I>
+TermList Propagator<A, W, I>::evolved_terms(const std::vector<double>& parameters, double atol) const {
+  check_valid();
+  check_parameters(parameters, n_parameters_);
+  guarded("evaluate", [&] { replay_all(parameters); });
+  TermList out;
+  auto emit = [&](const Key& key, double h) {
+    for (std::uint32_t s = 0; s < static_cast<std::uint32_t>(2 * config_.num_modes); ++s)
+      if (key.test(s)) out.slots.push_back(s);
+    out.offsets.push_back(out.slots.size());
+    out.coefficients.push_back(h);
+  };
+  // The identity term is replicated: rank 0 reports it, so that the ranks' terms add up.
+  if (!schrodinger() && rank_ == 0 && (atol == 0.0 || std::abs(core_) >= atol)) emit(Key{}, core_);
+  for (const Shard& shard : shards_)  // each shard decoded with its own index
+    for (std::size_t i = 0; i < shard.c.size(); ++i)
+      if (atol == 0.0 || std::abs(shard.c[i]) >= atol) emit(shard.keys.key(i), shard.c[i]);
+  return out;
+}
+
+template <typename A, int W, typename I>
+std::vector<double> Propagator<A, W, I>::coefficients_of(const std::vector<Term>& terms,
+                                                         const std::vector<double>& parameters) const {
+  check_valid();
+  std::vector<Key> keys;
+  for (const Term& t : terms) keys.push_back(key_of(t.slots));
+  check_parameters(parameters, n_parameters_);
+  guarded("evaluate", [&] { replay_all(parameters); });
+  // Each term from the rank that holds it; the sum over ranks adds zeros only.
+  std::vector<double> out;
+  for (const Key& key : keys) {
+    if (!schrodinger() && key.is_identity()) {
+      out.push_back(rank_ == 0 ? core_ : 0.0);
+      continue;
+    }
+    if (!held_here(key)) {
+      out.push_back(0.0);
+      continue;
+    }
+    const Shard& shard = shards_[static_cast<std::size_t>(owner(key.hash()))];
+    const auto slot = shard.keys.find(key);
+    out.push_back(slot == Keys::kEmpty ? 0.0 : shard.c[slot]);
+  }
+  config_.comm.sum(out.data(), out.size());
+  return out;
+}
+
+}  // namespace monoprop

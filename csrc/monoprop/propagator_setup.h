@@ -1,0 +1,204 @@
+// Propagator: construction, the operand's terms, and argument checks.
+// Included by propagator.h only.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+
+namespace monoprop {
+
+// Length of the parameter vector a per-layer mapping reads.
+inline std::int32_t mapped_count(const std::vector<std::int32_t>& mapping) {
+  std::int32_t top = -1;
+  for (const std::int32_t p : mapping) top = std::max(top, p);
+  return top + 1;
+}
+
+template <typename A, int W, typename I>
+Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis)
+    : MonomialPropagator(std::move(config), std::move(basis_change), logical_num_modes, basis),
+      routing_((config_.comm.check_thread("construction"), config_.comm), num_threads_, 2 * config_.num_modes),
+      rank_(config_.comm.rank()),
+      observable_keys_(2 * config_.num_modes, false) {
+  const int n = config_.num_modes;
+  shards_.reserve(static_cast<std::size_t>(num_threads_));
+  for (int t = 0; t < num_threads_; ++t) shards_.emplace_back(2 * n);
+  release_scratch();
+  for (const int mode : config_.occupied) {
+    if (mode < 0 || mode >= n)
+      throw ArgumentError("occupied mode " + std::to_string(mode) + " is out of range 0.." + std::to_string(n - 1) +
+                          ".");
+    occupied_.set(2 * static_cast<std::uint32_t>(mode));
+  }
+  std::vector<std::pair<Key, double>> terms;
+  for (const Term& t : config_.initial_operator) terms.emplace_back(key_of(t.slots), t.coefficient);
+
+  if (schrodinger()) expand_reference_state((std::min(*config_.schrodinger_cutoff, 2 * n) + 1) / 2);
+  for (const auto& [key, h] : terms) {
+    if (schrodinger())
+      accumulate(observable_keys_, observable_coefficients_, key, h);
+    else if (key.is_identity())
+      core_ += h;
+    else
+      accumulate(key, h);
+  }
+  for (Shard& shard : shards_) shard.n_base = shard.keys.size();
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::accumulate(const Key& key, double h) {
+  if (!held_here(key)) return;  // another rank's term
+  Shard& shard = shards_[owner(key.hash())];
+  accumulate(shard.keys, shard.base, key, h);
+}
+
+// Adds h to the coefficient of `key`, appending the key when it is new.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::accumulate(Keys& keys, Column<double>& coefficients, const Key& key, double h) {
+  const auto slot = keys.find(key);
+  if (slot != Keys::kEmpty) {
+    coefficients[slot] += h;
+    return;
+  }
+  keys.reserve_for(1);
+  keys.append(key);
+  coefficients.push_back(h);
+}
+
+template <typename A, int W, typename I>
+std::size_t Propagator<A, W, I>::total_size() const {
+  std::size_t n = 0;
+  for (const Shard& shard : shards_) n += shard.keys.size();
+  return n;
+}
+
+template <typename A, int W, typename I>
+auto Propagator<A, W, I>::key_of(const std::vector<std::uint32_t>& slots) const -> Key {
+  Key k;
+  const auto limit = static_cast<std::uint32_t>(2 * config_.num_modes);
+  for (const std::uint32_t s : slots) {
+    if (s >= limit)
+      throw ArgumentError("slot " + std::to_string(s) + " is out of range; must be less than " + std::to_string(limit) +
+                          ".");
+    k.words[s >> 6] ^= std::uint64_t{1} << (s & 63);
+  }
+  return k;
+}
+
+// A key as users write it: Majorana indices "[0, 2]", or Pauli letters "X0 Z3".
+template <typename A, int W, typename I>
+std::string Propagator<A, W, I>::describe(const Key& key) const {
+  std::string out;
+  for (int q = 0; q < 2 * config_.num_modes; ++q) {
+    const auto s = static_cast<std::uint32_t>(q);
+    if constexpr (A::family == Family::Majorana) {
+      if (key.test(s)) out += (out.empty() ? "" : ", ") + std::to_string(q);
+    } else if (q % 2 == 0 && (key.test(s) || key.test(s + 1))) {
+      const char letter = key.test(s) ? (key.test(s + 1) ? 'Z' : 'X') : 'Y';
+      out += (out.empty() ? "" : " ") + std::string(1, letter) + std::to_string(q / 2);
+    }
+  }
+  if constexpr (A::family == Family::Majorana) return "[" + out + "]";
+  return out.empty() ? "I" : out;
+}
+
+// All products of at most `max_pairs` Z's: the truncated expansion of
+// 2^n rho_ref = prod_j (1 + s_j Z_j); each coefficient is the product's own
+// reference expectation.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::expand_reference_state(int max_pairs) {
+  const int n = config_.num_modes;
+  double count = 0, binom = 1;
+  for (int k = 0; k <= max_pairs; ++k) {
+    count += binom;
+    binom = binom * (n - k) / (k + 1);
+  }
+  // Key rows and bits, coefficient and index per term.
+  const double bytes = count * (sizeof(Key) + n / 4.0 + sizeof(double) + 12.0);
+  if (bytes > static_cast<double>(budget_.limit()))
+    throw std::runtime_error("the Schrodinger initial state expansion would hold about " +
+                             std::to_string(static_cast<long long>(count)) + " terms (about " +
+                             format_bytes(static_cast<std::uint64_t>(bytes)) + ", above the memory budget of " +
+                             format_bytes(budget_.limit()) + "); lower schrodinger_cutoff.");
+  std::vector<int> modes;
+  // Depth-first over increasing mode lists; each product goes to its owner.
+  auto visit = [&](auto&& self, int next) -> void {
+    Key k;
+    for (const int m : modes) {
+      k.set(2 * static_cast<std::uint32_t>(m));
+      k.set(2 * static_cast<std::uint32_t>(m) + 1);
+    }
+    if (held_here(k)) {
+      Shard& shard = shards_[owner(k.hash())];
+      shard.keys.reserve_for(1);
+      shard.keys.append(k);
+      shard.base.push_back(A::reference_overlap(k, occupied_));
+    }
+    if (static_cast<int>(modes.size()) == max_pairs) return;
+    for (int m = next; m < n; ++m) {
+      modes.push_back(m);
+      self(self, m + 1);
+      modes.pop_back();
+    }
+  };
+  visit(visit, 0);
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::check_circuit(const CircuitSpec& circuit, std::optional<int> k) const {
+  if (k && (*k <= 0 || *k > 2 * config_.num_modes))
+    throw ArgumentError("only_rotate_len_k=" + std::to_string(*k) + " is out of range; must be 0 < k <= 2*num_qubits");
+  for (const LayerSpec& layer : circuit.layers) {
+    key_of(layer.slots);
+    if (layer.parameter < 0 || layer.parameter >= circuit.n_parameters)
+      throw ArgumentError("layer parameter index " + std::to_string(layer.parameter) + " is outside 0.." +
+                          std::to_string(circuit.n_parameters - 1) + ".");
+    if (layer.gate < 0 || layer.gate >= circuit.n_gates)
+      throw ArgumentError("layer gate index " + std::to_string(layer.gate) + " is outside 0.." +
+                          std::to_string(circuit.n_gates - 1) + ".");
+  }
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::check_parameters(const std::vector<double>& parameters, std::int32_t expected) const {
+  if (static_cast<std::int64_t>(parameters.size()) != expected)
+    throw UsageError("Invalid functional call. Parameter length " + std::to_string(parameters.size()) +
+                     " does not match the expected number of parameters " + std::to_string(expected) + ".");
+}
+
+// Argument checks of an evaluation; returns the per-layer parameter indices
+// (graph order) of `mapping`, or nothing to use the graph's own.
+template <typename A, int W, typename I>
+std::vector<std::int32_t> Propagator<A, W, I>::checked_evaluation(const std::vector<double>& parameters,
+                                                                  const std::vector<std::int32_t>* mapping) const {
+  check_valid();
+  std::vector<std::int32_t> layer_parameters;
+  if (mapping) layer_parameters = graph_order(*mapping);
+  check_parameters(parameters, mapping ? mapped_count(*mapping) : n_parameters_);
+  return layer_parameters;
+}
+
+template <typename A, int W, typename I>
+std::vector<std::int32_t> Propagator<A, W, I>::graph_order(const std::vector<std::int32_t>& mapping) const {
+  if (mapping.size() != layers_.size())
+    throw ArgumentError("a per-layer mapping needs " + std::to_string(layers_.size()) + " entries; got " +
+                        std::to_string(mapping.size()) + ".");
+  for (const std::int32_t p : mapping)
+    if (p < 0) throw ArgumentError("parameter mapping entries must be >= 0; got " + std::to_string(p) + ".");
+  std::vector<std::int32_t> out(mapping);
+  if (!schrodinger()) std::reverse(out.begin(), out.end());
+  return out;
+}
+
+// Heisenberg: the last gate acts on the observable first. Every ordering
+// between circuit order and application order goes through this function,
+// graph_order and parameter_mapping.
+template <typename A, int W, typename I>
+std::vector<const LayerSpec*> Propagator<A, W, I>::application_order(const CircuitSpec& circuit) const {
+  std::vector<const LayerSpec*> order;
+  for (const LayerSpec& layer : circuit.layers) order.push_back(&layer);
+  if (!schrodinger()) std::reverse(order.begin(), order.end());
+  return order;
+}
+
+}  // namespace monoprop
