@@ -77,6 +77,7 @@ void MemoryBudget::refresh() {
 }
 
 bool MemoryBudget::grant(std::uint64_t bytes) {
+  if (bytes == 0) return true;
   const std::uint64_t before = granted_.fetch_add(bytes, std::memory_order_relaxed);
   if (resident_ + before + bytes <= limit_) return true;
   granted_.fetch_sub(bytes, std::memory_order_relaxed);

@@ -207,8 +207,9 @@ class MonomialPropagator {
   virtual const Graph& graph_() const = 0;
   virtual GraphData graph_data_() const = 0;
 
-  // Runs an operation: argument and usage errors, and the shard ceiling, are
-  // raised before anything changes and leave the propagator usable; any other
+  // Runs an operation: argument and usage errors, the shard ceiling and the
+  // memory budget are raised before anything changes (the last two by rolling
+  // back) and leave the propagator usable; any other
   // failure leaves it invalid. With more than one rank the other ranks could
   // not be told, so any failure but an argument or usage error (which every
   // rank raises alike, before communicating) prints the rank and the error
@@ -226,7 +227,8 @@ class MonomialPropagator {
       throw;
     } catch (const std::exception& e) {
       if (config_.comm.distributed()) config_.comm.abort(std::string(operation) + " failed: " + e.what());
-      if (!dynamic_cast<const ShardCeilingError*>(&e))
+      // A refusal of the ceiling or the budget came before anything changed (or was rolled back).
+      if (!dynamic_cast<const ShardCeilingError*>(&e) && !dynamic_cast<const MemoryBudgetError*>(&e))
         invalid_reason_ = std::string(operation) + " failed part-way (" + e.what() + ").";
       throw;
     } catch (...) {

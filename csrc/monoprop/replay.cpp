@@ -38,17 +38,39 @@ void for_each_entry(const ShardLayer& layer, const Section& section, Prefetch&& 
   }
 }
 
+// Walks the cos section the same way: a chunk of slots is decoded (and their
+// lines asked for) before the previous chunk is applied.
+template <typename Prefetch, typename Apply>
+void for_each_cos(const ShardLayer& layer, Prefetch&& prefetch, Apply&& apply) {
+  constexpr std::uint32_t kChunk = 32;
+  const std::uint32_t n = layer.cos.count;
+  if (n == 0) return;
+  SectionReader reader(layer, layer.cos);
+  std::uint32_t a[2][kChunk];
+  auto decode = [&](int buffer, std::uint32_t start) {
+    const std::uint32_t m = std::min(kChunk, n - start);
+    for (std::uint32_t i = 0; i < m; ++i) prefetch(a[buffer][i] = reader.cos());
+  };
+  decode(0, 0);
+  int buffer = 0;
+  for (std::uint32_t start = 0; start < n; start += kChunk, buffer ^= 1) {
+    if (start + kChunk < n) decode(buffer ^ 1, start + kChunk);
+    const std::uint32_t m = std::min(kChunk, n - start);
+    for (std::uint32_t i = 0; i < m; ++i) apply(a[buffer][i]);
+  }
+}
 template <typename Apply>
 void for_each_cos(const ShardLayer& layer, Apply&& apply) {
-  SectionReader reader(layer, layer.cos);
-  for (std::uint32_t i = 0; i < layer.cos.count; ++i) apply(reader.cos());
+  for_each_cos(layer, [](std::uint32_t) {}, apply);
 }
 
 template <int Stride, bool Pared>
 void forward(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare,
              PareFlags* flags) {
   double* own = c[self];
-  for_each_cos(layer, [&](std::uint32_t a) { own[Stride * std::size_t{a}] *= cs; });
+  for_each_cos(
+      layer, [&](std::uint32_t a) { __builtin_prefetch(&own[Stride * std::size_t{a}]); },
+      [&](std::uint32_t a) { own[Stride * std::size_t{a}] *= cs; });
   for (const Part& part : layer.parts) {
     double* other = c[part.shard];
     auto prefetch = [&](std::uint32_t, std::uint32_t b) { __builtin_prefetch(&other[Stride * std::size_t{b}]); };
@@ -89,7 +111,9 @@ template <bool Pared>
 double adjoint(const ShardLayer& layer, double cs, double sn, double* const* state, int self, PareFlags* flags) {
   double* own = state[self];
   double d = 0.0, d_pairs = 0.0;
-  for_each_cos(layer, [&](std::uint32_t a) { d += unscale(own + 2 * std::size_t{a}, cs, sn); });
+  for_each_cos(
+      layer, [&](std::uint32_t a) { __builtin_prefetch(own + 2 * std::size_t{a}); },
+      [&](std::uint32_t a) { d += unscale(own + 2 * std::size_t{a}, cs, sn); });
   std::size_t cursor = Pared ? flags->cursor : 0;
   for (const Part& part : layer.parts) {
     double* other = state[part.shard];

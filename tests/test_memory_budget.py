@@ -1,0 +1,87 @@
+"""The memory budget: a build that would outgrow it stops with a MemoryError before it
+grows, and leaves the propagator as it was before the call.
+
+The budget is ``monoprop_MEMORY_LIMIT`` (bytes, read at construction), else 90% of the
+physical memory. Each test sets a limit a little above what the process holds, then runs
+a circuit whose operator would grow by hundreds of megabytes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+import pytest
+
+from monoprop import Circuit, ExpGate, Pauli, PauliOperator, PauliPropagator
+
+N = 16
+ENV = "monoprop_MEMORY_LIMIT"
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def ising_layers(steps: int) -> list[ExpGate]:
+    """A tilted-field Ising chain: without truncation its operator grows to 4^16 terms."""
+    gates = []
+    for _ in range(steps):
+        gates += [ExpGate(PauliOperator({Pauli("ZZ", (q, q + 1)): 0.4}, N)) for q in range(N - 1)]
+        gates += [ExpGate(PauliOperator({Pauli("X", q): 0.7}, N)) for q in range(N)]
+        gates += [ExpGate(PauliOperator({Pauli("Z", q): 0.3}, N)) for q in range(N)]
+    return gates
+
+
+def small_propagator(monkeypatch, headroom: int) -> PauliPropagator:
+    monkeypatch.setenv(ENV, str(resident_bytes() + headroom))
+    prop = PauliPropagator(PauliOperator({Pauli("Z", N // 2): 1.0}, N), [], cutoff=N)
+    prop.build_graph(Circuit(ising_layers(1), N))  # a few hundred terms
+    return prop
+
+
+def test_a_build_past_the_budget_raises_memory_error_and_changes_nothing(monkeypatch):
+    prop = small_propagator(monkeypatch, headroom=40 * 2**20)
+    x = [0.1 * (k % 7) for k in range(prop.n_parameters)]
+    before = (prop.size(), prop.graph_size(), prop.graph_layers, prop.n_parameters)
+    value, gradient = prop.expectation_value_and_gradient(x)
+    big = Circuit(ising_layers(6), N)
+    with pytest.raises(MemoryError) as caught:
+        prop.build_graph(big, seed_parameters=[0.3] * (prop.n_parameters + big.n_parameters))
+    message = str(caught.value)
+    assert re.search(r"build_graph stopped at layer \d+ of \d+", message), message
+    assert re.search(r"\d+ new terms beside \d+ held", message), message
+    assert ENV in message and "lower_atol" in message and "cutoff" in message, message
+    assert "left as it was" in message
+    # Nothing changed, and the propagator keeps working.
+    assert (prop.size(), prop.graph_size(), prop.graph_layers, prop.n_parameters) == before
+    value_after, gradient_after = prop.expectation_value_and_gradient(x)
+    assert value_after == value and list(gradient_after) == list(gradient)
+    prop.build_graph(Circuit(ising_layers(1)[:3], N))
+    assert prop.graph_layers == before[2] + 3
+
+
+def test_a_propagation_past_the_budget_restores_the_operator(monkeypatch):
+    monkeypatch.setenv(ENV, str(resident_bytes() + 40 * 2**20))
+    observable = PauliOperator({Pauli("Z", N // 2): 1.0, Pauli("X", 1): 0.5}, N)
+    prop = PauliPropagator(observable, [], cutoff=N)
+    first = Circuit(ising_layers(1)[:20], N, parameters=[0.3] * 20)
+    prop.propagate(first)
+    value, size = prop.expectation_value(), prop.size()
+    evolved = prop.evolved_operator(atol=0.0)
+    gates = ising_layers(6)
+    with pytest.raises(MemoryError, match=r"propagate stopped at layer \d+"):
+        prop.propagate(Circuit(gates, N, parameters=[0.3] * len(gates)))
+    assert prop.size() == size and prop.expectation_value() == value
+    assert prop.evolved_operator(atol=0.0) == evolved
+    prop.propagate(Circuit(gates[:2], N, parameters=[0.2, 0.1]))  # still usable
+    assert math.isfinite(prop.expectation_value())
+
+
+@pytest.mark.parametrize("value", ["", "0", "-5", "1e9", "12 GB", "0x10", " 100"])
+def test_bad_limits_are_refused_at_construction(value, monkeypatch):
+    monkeypatch.setenv(ENV, value)
+    with pytest.raises(RuntimeError, match=f"{ENV}='{re.escape(value)}' is not a byte count"):
+        PauliPropagator(PauliOperator({Pauli("Z", 0): 1.0}, 2), [], cutoff=2)
