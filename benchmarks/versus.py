@@ -275,8 +275,9 @@ def main() -> int:
                     for python, sink in sides if k % 2 == 0 else sides[::-1]:
                         result = measure(python, job, T, args.timeout)
                         if "error" in result:
-                            failures.append(f"{name} {job['mode']} T={T} {python}: "
-                                            f"{result['error']}")
+                            failures.append(
+                                f"{name} {job['mode']} T={T} {python}: {result['error']}"
+                            )
                         else:
                             sink.append(result)
                 if ours and ref:

@@ -62,35 +62,72 @@ def cases() -> list[dict]:
         for lower in (1e-4, 2e-5, 1e-5, 5e-6):
             out.append(pauli_case(f"held pair, lower {lower:g}", small, x, route, lower_atol=lower))
         for lower in (1.0, 0.999):
-            out.append(pauli_case(f"birth at |sin c| = {lower:g}", {"Z": 1.0}, x, route,
-                                  lower_atol=lower))
+            out.append(
+                pauli_case(f"birth at |sin c| = {lower:g}", {"Z": 1.0}, x, route, lower_atol=lower)
+            )
         pair = {(0, 1): 1j, (0, 2): 1e-7j}
         for cutoff in (0, 1):
             for lower in (1e-3, 0.5, 10.0):
-                out.append(majorana_case(f"held pair cutoff {cutoff} lower {lower:g}", pair, 2,
-                                         [({(1, 2): 1j}, 0.3)], route, cutoff=cutoff,
-                                         lower_atol=lower))
+                out.append(
+                    majorana_case(
+                        f"held pair cutoff {cutoff} lower {lower:g}",
+                        pair,
+                        2,
+                        [({(1, 2): 1j}, 0.3)],
+                        route,
+                        cutoff=cutoff,
+                        lower_atol=lower,
+                    )
+                )
         a = {(0, 1): 1j}
         gate = [({(1, 2, 3, 4): 1.0}, math.pi / 6)]
-        for config in ({"cutoff": 1, "upper_atol": 0.49}, {"cutoff": 1, "upper_atol": 1.0},
-                       {"cutoff": 4, "lower_atol": 0.9}, {"cutoff": 1, "lower_atol": 0.5,
-                                                          "upper_atol": 0.6}):
+        for config in (
+            {"cutoff": 1, "upper_atol": 0.49},
+            {"cutoff": 1, "upper_atol": 1.0},
+            {"cutoff": 4, "lower_atol": 0.9},
+            {"cutoff": 1, "lower_atol": 0.5, "upper_atol": 0.6},
+        ):
             out.append(majorana_case(f"upper/lower {config}", a, 5, gate, route, **config))
         # A fully paired partner (Z0 Z1 from Y0 Z1 under X0) below lower_atol.
         for lower in (0.1, 0.9):
-            out.append(pauli_case(f"fully paired partner lower {lower:g}", {"YZ": 1.0},
-                                  [[{"XI": 1.0}, 0.5]], route, state=[0], cutoff=0,
-                                  lower_atol=lower))
+            out.append(
+                pauli_case(
+                    f"fully paired partner lower {lower:g}",
+                    {"YZ": 1.0},
+                    [[{"XI": 1.0}, 0.5]],
+                    route,
+                    state=[0],
+                    cutoff=0,
+                    lower_atol=lower,
+                )
+            )
         # only_rotate_len_k: a short active term whose held partner is long (a half).
         for coeff in (1.0, 1e-6):
-            out.append({**majorana_case(f"half, c = {coeff:g}", {(0, 2): 1j * coeff,
-                                                                   (0, 1, 2, 3): 0.5}, 2,
-                                        [({(1, 3): 1j}, 0.4)], route, lower_atol=1e-4),
-                        "only_rotate_len_k": 2})
+            out.append(
+                {
+                    **majorana_case(
+                        f"half, c = {coeff:g}",
+                        {(0, 2): 1j * coeff, (0, 1, 2, 3): 0.5},
+                        2,
+                        [({(1, 3): 1j}, 0.4)],
+                        route,
+                        lower_atol=1e-4,
+                    ),
+                    "only_rotate_len_k": 2,
+                }
+            )
         # Schrodinger: the state's terms are the operand.
-        out.append(pauli_case("schrodinger", {"ZZ": 1.0, "XI": 0.3},
-                              [[{"XY": 1.0}, 0.2], [{"YI": 1.0}, QUARTER - 1e-4]], route,
-                              cutoff=1, schrodinger_cutoff=2, lower_atol=1e-3))
+        out.append(
+            pauli_case(
+                "schrodinger",
+                {"ZZ": 1.0, "XI": 0.3},
+                [[{"XY": 1.0}, 0.2], [{"YI": 1.0}, QUARTER - 1e-4]],
+                route,
+                cutoff=1,
+                schrodinger_cutoff=2,
+                lower_atol=1e-3,
+            )
+        )
     return out
 
 
@@ -101,10 +138,9 @@ def random_cases(count: int) -> list[dict]:
     for seed in range(count):
         rng = np.random.default_rng(seed)
         n = int(rng.integers(3, 6))
-        letters = "IXYZ"
 
-        def string():
-            s = "".join(letters[i] for i in rng.integers(0, 4, size=n))
+        def string(rng=rng, n=n):
+            s = "".join("IXYZ"[i] for i in rng.integers(0, 4, size=n))
             return s if s.strip("I") else "Z" + s[1:]
 
         observable = {string(): float(c) for c in rng.normal(size=int(rng.integers(2, 6)))}
@@ -131,12 +167,14 @@ def run_case(case: dict) -> dict:
 
     n = case["n"]
     if case["front"] == "pauli":
+
         def operator(terms):
             return mp.PauliOperator(terms, n)
 
         observable = operator(case["observable"])
         cls = mp.PauliPropagator
     else:
+
         def operator(terms):
             return mp.MajoranaOperator({tuple(k): complex(*v) for k, v in terms}, n)
 
@@ -179,8 +217,13 @@ def worker(path: str) -> None:
 
 
 def run_all(python: Path, path: Path) -> list[dict]:
-    proc = subprocess.run([str(python), __file__, "--worker", str(path)], capture_output=True,
-                          text=True, cwd="/", timeout=600)
+    proc = subprocess.run(
+        [str(python), __file__, "--worker", str(path)],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        timeout=600,
+    )
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
@@ -190,12 +233,23 @@ def run_all(python: Path, path: Path) -> list[dict]:
 def differences(a: dict, b: dict) -> list[str]:
     out = []
     if set(a["terms"]) != set(b["terms"]):
-        out.append(f"terms only ours {sorted(set(a['terms']) - set(b['terms']))}, only "
-                   f"reference {sorted(set(b['terms']) - set(a['terms']))}")
+        out.append(
+            f"terms only ours {sorted(set(a['terms']) - set(b['terms']))}, only "
+            f"reference {sorted(set(b['terms']) - set(a['terms']))}"
+        )
     for key in set(a["terms"]) & set(b["terms"]):
         x, y = a["terms"][key], b["terms"][key]
-        if max(abs(u - v) for u, v in zip(x if isinstance(x, list) else [x],
-                                          y if isinstance(y, list) else [y], strict=True)) > 1e-11:
+        if (
+            max(
+                abs(u - v)
+                for u, v in zip(
+                    x if isinstance(x, list) else [x],
+                    y if isinstance(y, list) else [y],
+                    strict=True,
+                )
+            )
+            > 1e-11
+        ):
             out.append(f"{key}: {x} vs {y}")
     for field in ("size", "graph_size"):
         if a[field] != b[field]:

@@ -69,7 +69,12 @@ __all__ = [
 
 # The Qiskit conversions are exported when qiskit is installed, and imported on
 # first use: importing qiskit takes a third of a second and 60 MB.
-_QISKIT_NAMES = ("from_qiskit_circuit", "from_qiskit_operator", "to_qiskit_circuit", "to_qiskit_operator")
+_QISKIT_NAMES = (
+    "from_qiskit_circuit",
+    "from_qiskit_operator",
+    "to_qiskit_circuit",
+    "to_qiskit_operator",
+)
 if find_spec("qiskit") is not None:
     __all__ += list(_QISKIT_NAMES)
 

@@ -347,7 +347,8 @@ def test_lower_atol_removes_small_fully_paired_partner(route, config, kept):
 # ---------------------------------------------------------------------------------------
 # Two held terms: both are kept; they rotate into each other when one of them asks
 # ---------------------------------------------------------------------------------------
-# {(0,1): a i, (0,2): b i} under (1,2) at theta: (0,1) -> i(a cos - b sin), (0,2) -> i(b cos + a sin).
+# {(0,1): a i, (0,2): b i} under (1,2) at theta:
+# (0,1) -> i(a cos - b sin), (0,2) -> i(b cos + a sin).
 # (0,1) is active when |sin 0.6| * 1 > lower_atol and asks when its partner (0,2) passes:
 # length 2 <= cutoff, or |sin 0.6| > upper_atol. (0,2) is active when |sin 0.6| * 1e-7 >
 # lower_atol, and its partner (0,1) always passes: it is fully paired (mode 0).
@@ -400,7 +401,9 @@ QUARTER = math.pi / 4
 
 
 @pytest.mark.parametrize("route", ROUTES)
-@pytest.mark.parametrize("lower,swapped", [(1e-4, False), (2e-5, False), (1e-5, True), (5e-6, True)])
+@pytest.mark.parametrize(
+    "lower,swapped", [(1e-4, False), (2e-5, False), (1e-5, True), (5e-6, True)]
+)
 def test_small_held_pair_rotates_only_when_one_term_is_active(route, lower, swapped):
     prop, terms = run_pauli(
         {"Z": 1e-5, "Y": 2e-5}, 1, {"X": 1.0}, QUARTER, route=route, cutoff=1, lower_atol=lower
@@ -410,7 +413,11 @@ def test_small_held_pair_rotates_only_when_one_term_is_active(route, lower, swap
         assert_terms({k: v for k, v in terms.items() if k != "I"}, exact, f"lower_atol={lower}")
     else:  # both only scaled by cos(pi/2) ~ 6e-17: far below what evolved_operator shows
         c = abs(math.cos(2 * QUARTER))
-        held = np.sort(np.abs(prop.contract_partially(None if route == "propagate" else [QUARTER], inplace=False)))
+        held = np.sort(
+            np.abs(
+                prop.contract_partially(None if route == "propagate" else [QUARTER], inplace=False)
+            )
+        )
         np.testing.assert_allclose(held, [1e-5 * c, 2e-5 * c], rtol=1e-9)
     if route == "graph":
         assert prop.graph_size() == ((0, 1) if swapped else (2, 0))
@@ -420,7 +427,9 @@ def test_small_held_pair_rotates_only_when_one_term_is_active(route, lower, swap
 @pytest.mark.parametrize("lower,born", [(1.0, False), (0.999, True)])
 def test_birth_needs_sine_weight_strictly_above_lower_atol(route, lower, born):
     # Z0 = 1 under X0 at pi/4: |sin(pi/2) * 1| = 1 exactly.
-    prop, terms = run_pauli({"Z": 1.0}, 1, {"X": 1.0}, QUARTER, route=route, cutoff=1, lower_atol=lower)
+    prop, terms = run_pauli(
+        {"Z": 1.0}, 1, {"X": 1.0}, QUARTER, route=route, cutoff=1, lower_atol=lower
+    )
     assert prop.size() == (2 if born else 1)
     assert ("Y" in terms) == born
     if route == "graph":

@@ -18,16 +18,19 @@ from __future__ import annotations
 import math
 
 # Single-qubit products: (a, b) -> (phase, letter) with a * b = phase * letter.
-_TABLE = {
-    ("I", x): (1, x) for x in "IXYZ"
-} | {(x, "I"): (1, x) for x in "XYZ"} | {(x, x): (1, "I") for x in "XYZ"} | {
-    ("X", "Y"): (1j, "Z"),
-    ("Y", "Z"): (1j, "X"),
-    ("Z", "X"): (1j, "Y"),
-    ("Y", "X"): (-1j, "Z"),
-    ("Z", "Y"): (-1j, "X"),
-    ("X", "Z"): (-1j, "Y"),
-}
+_TABLE = (
+    {("I", x): (1, x) for x in "IXYZ"}
+    | {(x, "I"): (1, x) for x in "XYZ"}
+    | {(x, x): (1, "I") for x in "XYZ"}
+    | {
+        ("X", "Y"): (1j, "Z"),
+        ("Y", "Z"): (1j, "X"),
+        ("Z", "X"): (1j, "Y"),
+        ("Y", "X"): (-1j, "Z"),
+        ("Z", "Y"): (-1j, "X"),
+        ("X", "Z"): (-1j, "Y"),
+    }
+)
 
 
 def product(p: str, g: str) -> tuple[complex, str]:

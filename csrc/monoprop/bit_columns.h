@@ -44,7 +44,8 @@ class BitColumns {
     int length = 0;
     for (int k = 0; k < W; ++k) {
       length += std::popcount(key[k]);
-      for (std::uint64_t x = key[k]; x; x &= x - 1) columns_[64 * static_cast<std::size_t>(k) + std::countr_zero(x)][w] |= bit;
+      for (std::uint64_t x = key[k]; x; x &= x - 1)
+        columns_[64 * static_cast<std::size_t>(k) + std::countr_zero(x)][w] |= bit;
     }
     if (has_parity() && (length & 1)) columns_.back()[w] |= bit;
     ++size_;

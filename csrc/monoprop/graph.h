@@ -48,8 +48,8 @@ struct LayerInfo {
 struct Section {
   std::uint32_t count = 0;
   std::uint32_t offset = 0, length = 0;
-  std::uint32_t base = 0;   // births: the slot of the first one
-  std::uint8_t width = 0;   // pairs and halves: bytes of b
+  std::uint32_t base = 0;  // births: the slot of the first one
+  std::uint8_t width = 0;  // pairs and halves: bytes of b
 };
 
 // The entries whose b lives in one shard.

@@ -89,8 +89,8 @@ void Propagator<A, W, I>::answer_lookups(const LayerPlan& plan, RemoteLayer& rem
     x.answers_out[p].clear();
     for (const Incoming& in : x.incoming[p]) x.answers_out[p].push_back(in.answer);
     x.answers_in[p].resize(x.out[p].size());
-    parcels.push_back({r, x.answers_out[p].data(), x.answers_out[p].size(), x.answers_in[p].data(), x.out[p].size(),
-                       nullptr});
+    parcels.push_back(
+        {r, x.answers_out[p].data(), x.answers_out[p].size(), x.answers_in[p].data(), x.out[p].size(), nullptr});
   }
   config_.comm.exchange(parcels, sizeof(Answer));
 

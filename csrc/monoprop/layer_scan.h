@@ -50,7 +50,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   };
   auto ask = [&](std::uint32_t i, const Key& key, const Key& partner) {
     me.flags[i] |= kAsking;
-    const Query q{partner, partner.hash(), i, 0, static_cast<std::int8_t>(A::anticommuting_sign(key, plan.gen)),
+    const Query q{partner,     partner.hash(), i, 0, static_cast<std::int8_t>(A::anticommuting_sign(key, plan.gen)),
                   Answer::Born};
     if (!plan.peers.empty()) {
       const int r = linear ? plan.peers[0] : routing_.spread_rank(q.hash);

@@ -143,10 +143,10 @@ class Propagator final : public MonomialPropagator {
     std::vector<int> columns;  // bit columns whose xor marks the anticommuting terms
     std::uint32_t top = 0;     // the generator's highest slot
     double cs = 1.0, sn = 0.0;
-    bool informed = false;     // coefficients steer truncation
-    bool record = false;       // the layer goes into the graph
-    std::optional<int> k;      // only_rotate_len_k
-    std::vector<int> peers;    // ranks the layer's lookups go to (ascending)
+    bool informed = false;   // coefficients steer truncation
+    bool record = false;     // the layer goes into the graph
+    std::optional<int> k;    // only_rotate_len_k
+    std::vector<int> peers;  // ranks the layer's lookups go to (ascending)
     const char* operation = "";
     std::size_t layer = 0, layers = 0;  // position in the call, for messages
   };
@@ -163,8 +163,8 @@ class Propagator final : public MonomialPropagator {
     Column<double> work;     // coefficients of a build at its seed
     // Scratch of the layer being applied.
     Column<std::uint8_t> flags;
-    std::vector<std::uint32_t> quiet;            // anticommuting but not asking, ascending
-    std::vector<std::uint32_t> marked;           // quiet terms other lookups found
+    std::vector<std::uint32_t> quiet;   // anticommuting but not asking, ascending
+    std::vector<std::uint32_t> marked;  // quiet terms other lookups found
     std::vector<std::uint64_t> birth_hashes;
     std::vector<std::vector<Query>> outbox;      // by owner shard (this shard's own included)
     std::vector<std::vector<Query>> remote_out;  // by owner rank
@@ -259,8 +259,7 @@ class Propagator final : public MonomialPropagator {
   void swap_with_peers(int t, Team& team, const RemoteLayer& layer, const double* const* base, std::size_t stride,
                        double* send, double* received) const;
   void remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* state,
-                        const double* ours, const double* theirs, double* swap, double pare,
-                        double* const* dphi) const;
+                        const double* ours, const double* theirs, double* swap, double pare, double* const* dphi) const;
 
   // Thread t's part [lo, hi) of n entries.
   std::pair<std::size_t, std::size_t> chunk(int t, int size, std::size_t n) const {
@@ -291,10 +290,10 @@ class Propagator final : public MonomialPropagator {
 
 }  // namespace monoprop
 
-#include "propagator_setup.h"
+#include "layer_exchange.h"
 #include "layer_scan.h"
 #include "layer_step.h"
-#include "layer_exchange.h"
 #include "propagator_build.h"
 #include "propagator_replay.h"
+#include "propagator_setup.h"
 #include "propagator_terms.h"

@@ -98,7 +98,8 @@ double Propagator<A, W, I>::expectation_value(const std::vector<double>& paramet
         c[static_cast<std::size_t>(s)] = me.c.data();
       });
       replay<1>(t, team, c.data(), parameters.data(), pare, lp);
-      team.each(t, [&](int s) { partial[static_cast<std::size_t>(s)] = weighted_sum(s, c[static_cast<std::size_t>(s)], 1); });
+      team.each(
+          t, [&](int s) { partial[static_cast<std::size_t>(s)] = weighted_sum(s, c[static_cast<std::size_t>(s)], 1); });
     });
     double f = 0.0;  // ascending shard order: bitwise reproducible for a fixed T
     for (const double part : partial) f += part;
@@ -107,8 +108,9 @@ double Propagator<A, W, I>::expectation_value(const std::vector<double>& paramet
   });
 }
 
-// The forward sweep runs on the interleaved states (c, lambda) themselves,
-// with lambda already at d f / d c = w, so one buffer serves both sweeps.
+// One buffer serves both sweeps: the forward one runs on the first half, with
+// the coefficients packed (half the cache lines), which then spread into the
+// interleaved states (c, lambda) the reverse sweep reads in pairs.
 template <typename A, int W, typename I>
 double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<double>& parameters,
                                                            std::vector<double>& gradient, double pare,
@@ -123,17 +125,26 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
     Team::run(threads(), small_replay(), [&](int t, Team& team) {
       team.each(t, [&](int s) {
         const Shard& me = shards_[static_cast<std::size_t>(s)];
-        me.state.resize(2 * me.base.size());
-        for (std::size_t i = 0; i < me.base.size(); ++i) {
-          me.state[2 * i] = me.base[i];
-          me.state[2 * i + 1] = 0.0;
-        }
-        for (const auto& [i, w] : weights(s)) me.state[2 * std::size_t{i} + 1] = w;
+        me.state = me.base;
         state[static_cast<std::size_t>(s)] = me.state.data();
         dphi[static_cast<std::size_t>(s)].assign(L, 0.0);
       });
-      replay<2>(t, team, state.data(), parameters.data(), pare, lp);
-      team.each(t, [&](int s) { partial[static_cast<std::size_t>(s)] = weighted_sum(s, state[static_cast<std::size_t>(s)], 2); });
+      replay<1>(t, team, state.data(), parameters.data(), pare, lp);
+      // Spread the values out in place into (c, lambda) pairs, from the top
+      // down, with lambda = d f / d c = w.
+      team.each(t, [&](int s) {
+        const Shard& me = shards_[static_cast<std::size_t>(s)];
+        partial[static_cast<std::size_t>(s)] = weighted_sum(s, me.state.data(), 1);
+        const std::size_t n = me.state.size();
+        me.state.resize(2 * n);
+        double* x = me.state.data();
+        for (std::size_t i = n; i-- > 0;) {
+          x[2 * i] = x[i];
+          x[2 * i + 1] = 0.0;
+        }
+        for (const auto& [i, w] : weights(s)) x[2 * std::size_t{i} + 1] = w;
+        state[static_cast<std::size_t>(s)] = x;
+      });
       if (t == 0) {
         std::size_t widest = 0;
         for (const RemoteLayer& remote : remote_) widest = std::max(widest, remote.entries);
@@ -223,8 +234,8 @@ void Propagator<A, W, I>::remote_step(int t, Team& team, const RemoteLayer& laye
 // swapped; each shard's share adds its d f / d phi to dphi[s].
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn,
-                                           double* const* state, const double* ours, const double* theirs,
-                                           double* swap, double pare, double* const* dphi) const {
+                                           double* const* state, const double* ours, const double* theirs, double* swap,
+                                           double pare, double* const* dphi) const {
   double* received = swap + layer.entries;
   std::vector<const double*> lambdas(shards_.size());
   for (std::size_t s = 0; s < shards_.size(); ++s) lambdas[s] = state[s] + 1;

@@ -65,8 +65,7 @@ void for_each_cos(const ShardLayer& layer, Apply&& apply) {
 }
 
 template <int Stride, bool Pared>
-void forward(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare,
-             PareFlags* flags) {
+void forward(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare, PareFlags* flags) {
   double* own = c[self];
   for_each_cos(
       layer, [&](std::uint32_t a) { __builtin_prefetch(&own[Stride * std::size_t{a}]); },
@@ -110,10 +109,11 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
 template <bool Pared>
 double adjoint(const ShardLayer& layer, double cs, double sn, double* const* state, int self, PareFlags* flags) {
   double* own = state[self];
+  const double inverse_cs = 1.0 / cs;
   double d = 0.0, d_pairs = 0.0;
   for_each_cos(
       layer, [&](std::uint32_t a) { __builtin_prefetch(own + 2 * std::size_t{a}); },
-      [&](std::uint32_t a) { d += unscale(own + 2 * std::size_t{a}, cs, sn); });
+      [&](std::uint32_t a) { d += unscale(own + 2 * std::size_t{a}, cs, sn, inverse_cs); });
   std::size_t cursor = Pared ? flags->cursor : 0;
   for (const Part& part : layer.parts) {
     double* other = state[part.shard];
@@ -122,7 +122,7 @@ double adjoint(const ShardLayer& layer, double cs, double sn, double* const* sta
       double* x = own + 2 * std::size_t{a};
       double* y = other + 2 * std::size_t{b};
       if (Pared && flags->flags[cursor++]) {
-        d += unscale(x, cs, sn) + unscale(y, cs, sn);
+        d += unscale(x, cs, sn, inverse_cs) + unscale(y, cs, sn, inverse_cs);
         return;
       }
       d_pairs += rewind(x, y, cs, sn, s);
@@ -130,10 +130,10 @@ double adjoint(const ShardLayer& layer, double cs, double sn, double* const* sta
     auto half = [&](std::uint32_t a, std::uint32_t b, double s) {
       double* x = own + 2 * std::size_t{a};
       if (Pared && flags->flags[cursor++]) {
-        d += unscale(x, cs, sn);
+        d += unscale(x, cs, sn, inverse_cs);
         return;
       }
-      d += rewind_half(x, other + 2 * std::size_t{b}, cs, sn, s);
+      d += rewind_half(x, other + 2 * std::size_t{b}, cs, sn, s, inverse_cs);
     };
     for_each_entry<true>(layer, part.births, prefetch, pair);
     for_each_entry<false>(layer, part.pairs, prefetch, pair);

@@ -48,9 +48,10 @@ inline double rewind(double* x, double* y, double cs, double sn, double s) {
   return d;
 }
 
-// A cos scaling backwards: recovers the input, returns d f / d phi.
-inline double unscale(double* x, double cs, double sn) {
-  const double ca = x[0] / cs;
+// A cos scaling backwards: recovers the input (times 1 / cos, which a sweep
+// computes once a layer), returns d f / d phi.
+inline double unscale(double* x, double cs, double sn, double inverse_cs) {
+  const double ca = x[0] * inverse_cs;
   x[0] = ca;
   const double d = -x[1] * sn * ca;
   x[1] *= cs;
@@ -58,8 +59,8 @@ inline double unscale(double* x, double cs, double sn) {
 }
 
 // A half backwards (x rotated, y received).
-inline double rewind_half(double* x, double* y, double cs, double sn, double s) {
-  const double ca = x[0] / cs;
+inline double rewind_half(double* x, double* y, double cs, double sn, double s, double inverse_cs) {
+  const double ca = x[0] * inverse_cs;
   x[0] = ca;
   y[0] -= s * sn * ca;
   const double d = -x[1] * sn * ca + y[1] * s * cs * ca;

@@ -15,8 +15,8 @@
 #include "monoprop/bit_columns.h"
 #include "monoprop/column.h"
 #include "monoprop/graph.h"
-#include "monoprop/replay.h"
 #include "monoprop/propagator.h"
+#include "monoprop/replay.h"
 #include "monoprop/routing.h"
 #include "monoprop/store.h"
 
@@ -216,8 +216,7 @@ static void test_store_and_ceiling() {
       Monomial<2> k;
       k.words[0] = rng();
       k.words[1] = rng() & 0xFF;
-      if (store.find(k) == Store<2>::kEmpty &&
-          std::find(fresh.begin(), fresh.end(), k) == fresh.end())
+      if (store.find(k) == Store<2>::kEmpty && std::find(fresh.begin(), fresh.end(), k) == fresh.end())
         fresh.push_back(k);
     }
     store.reserve_for(fresh.size());
@@ -243,9 +242,10 @@ static void test_store_and_ceiling() {
   std::vector<Monomial<2>> asked(added.begin(), added.begin() + 500);
   for (int i = 0; i < 100; ++i) asked[static_cast<std::size_t>(i) * 5].words[1] ^= 0x100;  // absent ones
   bool staged = true;
-  lookup_all(store, asked.size(), [&](std::size_t i) { return asked[i].hash(); },
-             [&](std::size_t i) -> const Monomial<2>& { return asked[i]; },
-             [&](std::size_t i, std::uint32_t slot) { staged &= slot == store.find(asked[i]); });
+  lookup_all(
+      store, asked.size(), [&](std::size_t i) { return asked[i].hash(); },
+      [&](std::size_t i) -> const Monomial<2>& { return asked[i]; },
+      [&](std::size_t i, std::uint32_t slot) { staged &= slot == store.find(asked[i]); });
   CHECK(staged);
   store.truncate(100);
   CHECK(store.size() == 100);
@@ -279,7 +279,7 @@ static void test_store_and_ceiling() {
 // A plain entry list (the reference) and its encoded ShardLayer, for one shard
 // or split over several.
 struct PlainEntry {
-  int kind;  // 0 cos, 1 pair (or birth), 2 half
+  int kind;                // 0 cos, 1 pair (or birth), 2 half
   std::uint32_t a, shard;  // a in shard
   std::uint32_t other, b;  // b in shard other
   int sign;
@@ -417,8 +417,7 @@ static void test_replay_against_plain(std::mt19937& rng) {
     const auto plain = random_layers(rng, shards, n, L);
     std::vector<std::vector<ShardLayer>> graph(shards);
     for (const auto& entries : plain)
-      for (std::uint32_t s = 0; s < shards; ++s)
-        graph[s].push_back(encode(entries, s, shards, n));
+      for (std::uint32_t s = 0; s < shards; ++s) graph[s].push_back(encode(entries, s, shards, n));
     std::uniform_real_distribution<double> u(-1.0, 1.0);
     std::vector<std::vector<double>> c0(shards, std::vector<double>(n)), w = c0;
     for (std::uint32_t s = 0; s < shards; ++s)
@@ -459,7 +458,7 @@ static void test_replay_against_plain(std::mt19937& rng) {
         for (std::uint32_t s = 0; s < shards; ++s) {
           if (pare > 0.0) flags[s].cursor -= pare_flags(graph[s][l]);
           grad[l] += freq[l] * adjoint_layer(graph[s][l], std::cos(phi), std::sin(phi), ptr.data(), static_cast<int>(s),
-                                            pare, &flags[s]);
+                                             pare, &flags[s]);
         }
       }
       bool rewound = true;  // the reverse sweep ends where the forward one began
