@@ -57,6 +57,24 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     the default, for power-of-two rank counts, or ``splitmix``) and ``monoprop_ROUTING_SEED``
     choose where terms live and must match on every rank. With more than one rank, a failure
     during an operation prints the rank and the error and aborts the launch.
+
+    Truncation. A gate ``exp(+i theta h G)`` rotates each held term ``a`` that anticommutes
+    with ``G`` towards its partner ``b ~ a G`` by ``phi = 2 h theta``:
+    ``a -> cos(phi) a + sin(phi) b``. With ``c_a`` the coefficient of ``a`` before the gate:
+
+    * ``a`` is *active* when ``|sin(phi) * c_a| > lower_atol`` (strictly; every anticommuting
+      term is active when ``lower_atol`` is None, and in a graph built without parameter
+      values);
+    * an active ``a`` *asks* for its partner when ``b`` passes the structural ``cutoff``
+      (length or weight ``<= cutoff``; a fully paired Majorana monomial or a Pauli Z-string
+      always passes), or when ``upper_atol`` is set and ``|sin(phi) * c_a| > upper_atol``;
+    * a held pair ``{a, b}`` rotates both ways when at least one of the two asked; a term
+      is born only from an asking term whose partner is not held;
+    * every other anticommuting term is only scaled by ``cos(phi)`` and stays held.
+
+    For example, Pauli ``Z0 = 1e-5`` and ``Y0 = 2e-5`` under ``exp(+i pi/4 X0)`` with
+    ``lower_atol=1e-4`` are both inactive: each is scaled by ``cos(pi/2)``, and they do not
+    swap. No held term is ever dropped, however small it becomes.
     """
 
     _family: str  # "majorana" or "pauli": the circuit family this front-end runs

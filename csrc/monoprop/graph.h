@@ -61,7 +61,7 @@ struct Part {
 // One shard's part of a layer.
 struct ShardLayer {
   Section cos;
-  std::vector<Part> parts;  // own shard first when present, then ascending
+  std::vector<Part> parts;  // by ascending owner shard
   std::vector<std::uint8_t> bytes;
 
   std::size_t n_cos() const { return cos.count; }

@@ -61,6 +61,7 @@ class Propagator final : public MonomialPropagator {
                  std::optional<int> only_rotate_len_k) override;
   void build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
                    std::optional<int> only_rotate_len_k) override;
+  void adopt_graph(const CircuitSpec& circuit, std::vector<Graph>& added, std::vector<RemoteLayer>& added_remote);
 
   double expectation_value(const std::vector<double>& parameters, double pare,
                            const std::vector<std::int32_t>* mapping) const override;
@@ -250,6 +251,9 @@ class Propagator final : public MonomialPropagator {
   template <int Stride>
   void replay(int t, Team& team, double* const* c, const double* theta, double pare, const std::int32_t* lp) const;
   void replay_all(const std::vector<double>& parameters) const;
+  double* spread_adjoint(int s) const;
+  void replay_back(int t, Team& team, double* const* state, const double* theta, double pare, const std::int32_t* lp,
+                   std::vector<std::vector<double>>& dphi) const;
   double weighted_sum(int s, const double* c, std::size_t stride) const;
   const std::vector<std::pair<std::uint32_t, double>>& weights(int s) const;
   // A remote layer forward (exchanging inputs) and backwards (exchanging

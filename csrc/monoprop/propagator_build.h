@@ -148,12 +148,9 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
                      ") must be the same as max(parameter_mapping)+1 (" + std::to_string(total) +
                      ") of the graph after this build.");
   guarded("build_graph", [&] {
-    // Heisenberg: the new circuit acts first on the state, so its parameters
-    // and gates come first on the axes; Schrodinger: they come last.
+    // Where the graph's parameters so far and the new ones sit (adopt_graph).
     const std::int32_t old_shift = schrodinger() ? 0 : circuit.n_parameters;
     const std::int32_t new_shift = schrodinger() ? n_parameters_ : 0;
-    const std::int32_t old_gate_shift = schrodinger() ? 0 : circuit.n_gates;
-    const std::int32_t new_gate_shift = schrodinger() ? n_gates_ : 0;
     std::vector<double> old_theta;
     if (seed)
       for (std::int32_t p = 0; p < n_parameters_; ++p) old_theta.push_back((*seed)[p + old_shift]);
@@ -191,31 +188,44 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
       rollback(before, {});
       throw;
     }
-    for (LayerInfo& layer : layers_) {
-      layer.parameter += old_shift;
-      layer.gate += old_gate_shift;
-    }
-    for (const LayerSpec* spec : application_order(circuit))
-      layers_.push_back({spec->parameter + new_shift, spec->gate + new_gate_shift, frequency(*spec)});
-    for (std::size_t s = 0; s < shards_.size(); ++s) {
-      Shard& shard = shards_[s];
-      for (ShardLayer& layer : added[s]) {
-        entries_ += layer.n_cos() + layer.n_rotations();
-        shard.graph.push_back(std::move(layer));
-      }
-      shard.base.resize(shard.keys.size(), 0.0);
-      shard.weights_stale = true;
-    }
-    release_scratch();
-    for (RemoteLayer& layer : added_remote) {
-      layer.offset = remote_entries_;
-      remote_entries_ += layer.entries;
-      remote_.push_back(std::move(layer));
-    }
-    n_parameters_ = total;
-    n_gates_ += circuit.n_gates;
-    ++generation_;
+    adopt_graph(circuit, added, added_remote);
   });
+}
+
+// Joins a build's layers to the graph. Heisenberg: the new circuit acts first
+// on the state, so its parameters and gates come first on the axes;
+// Schrodinger: they come last.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::adopt_graph(const CircuitSpec& circuit, std::vector<Graph>& added,
+                                      std::vector<RemoteLayer>& added_remote) {
+  const std::int32_t old_shift = schrodinger() ? 0 : circuit.n_parameters;
+  const std::int32_t new_shift = schrodinger() ? n_parameters_ : 0;
+  const std::int32_t old_gate_shift = schrodinger() ? 0 : circuit.n_gates;
+  const std::int32_t new_gate_shift = schrodinger() ? n_gates_ : 0;
+  for (LayerInfo& layer : layers_) {
+    layer.parameter += old_shift;
+    layer.gate += old_gate_shift;
+  }
+  for (const LayerSpec* spec : application_order(circuit))
+    layers_.push_back({spec->parameter + new_shift, spec->gate + new_gate_shift, frequency(*spec)});
+  for (std::size_t s = 0; s < shards_.size(); ++s) {
+    Shard& shard = shards_[s];
+    for (ShardLayer& layer : added[s]) {
+      entries_ += layer.n_cos() + layer.n_rotations();
+      shard.graph.push_back(std::move(layer));
+    }
+    shard.base.resize(shard.keys.size(), 0.0);
+    shard.weights_stale = true;
+  }
+  release_scratch();
+  for (RemoteLayer& layer : added_remote) {
+    layer.offset = remote_entries_;
+    remote_entries_ += layer.entries;
+    remote_.push_back(std::move(layer));
+  }
+  n_parameters_ += circuit.n_parameters;
+  n_gates_ += circuit.n_gates;
+  ++generation_;
 }
 
 }  // namespace monoprop

@@ -94,6 +94,10 @@ double Propagator<A, W, I>::expectation_value(const std::vector<double>& paramet
     Team::run(threads(), small_replay(), [&](int t, Team& team) {
       team.each(t, [&](int s) {
         const Shard& me = shards_[static_cast<std::size_t>(s)];
+        if (layers_.empty()) {  // no layer writes: read the coefficients where they are
+          c[static_cast<std::size_t>(s)] = const_cast<double*>(me.base.data());
+          return;
+        }
         me.c = me.base;
         c[static_cast<std::size_t>(s)] = me.c.data();
       });
@@ -130,49 +134,11 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
         dphi[static_cast<std::size_t>(s)].assign(L, 0.0);
       });
       replay<1>(t, team, state.data(), parameters.data(), pare, lp);
-      // Spread the values out in place into (c, lambda) pairs, from the top
-      // down, with lambda = d f / d c = w.
       team.each(t, [&](int s) {
-        const Shard& me = shards_[static_cast<std::size_t>(s)];
-        partial[static_cast<std::size_t>(s)] = weighted_sum(s, me.state.data(), 1);
-        const std::size_t n = me.state.size();
-        me.state.resize(2 * n);
-        double* x = me.state.data();
-        for (std::size_t i = n; i-- > 0;) {
-          x[2 * i] = x[i];
-          x[2 * i + 1] = 0.0;
-        }
-        for (const auto& [i, w] : weights(s)) x[2 * std::size_t{i} + 1] = w;
-        state[static_cast<std::size_t>(s)] = x;
+        partial[static_cast<std::size_t>(s)] = weighted_sum(s, state[static_cast<std::size_t>(s)], 1);
+        state[static_cast<std::size_t>(s)] = spread_adjoint(s);
       });
-      if (t == 0) {
-        std::size_t widest = 0;
-        for (const RemoteLayer& remote : remote_) widest = std::max(widest, remote.entries);
-        swap_.resize(2 * widest);
-      }
-      team.each(t, [&](int s) {
-        const Shard& me = shards_[static_cast<std::size_t>(s)];
-        me.pare.cursor = me.pare.flags.size();
-      });
-      team.sync(t);
-      for (std::size_t l = L; l-- > 0;) {
-        const LayerInfo& info = layers_[l];
-        const double phi = info.frequency * parameters[lp ? lp[l] : info.parameter];
-        const double cs = std::cos(phi), sn = std::sin(phi);
-        team.each(t, [&](int s) {
-          const Shard& me = shards_[static_cast<std::size_t>(s)];
-          const ShardLayer& layer = me.graph[l];
-          if (pare > 0.0) me.pare.cursor -= pare_flags(layer);
-          dphi[static_cast<std::size_t>(s)][l] = adjoint_layer(layer, cs, sn, state.data(), s, pare, &me.pare);
-        });
-        if (const RemoteLayer& remote = remote_[l]; !remote.empty()) {
-          std::vector<double*> at(shards_.size());
-          for (std::size_t s = 0; s < shards_.size(); ++s) at[s] = &dphi[s][l];
-          remote_step_back(t, team, remote, cs, sn, state.data(), ours_.data() + remote.offset,
-                           theirs_.data() + remote.offset, swap_.data(), pare, at.data());
-        }
-        team.sync(t);
-      }
+      replay_back(t, team, state.data(), parameters.data(), pare, lp, dphi);
     });
     // Folds in ascending shard order: bitwise reproducible for a fixed T.
     gradient.assign(parameters.size(), 0.0);
@@ -191,6 +157,57 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
     gradient.pop_back();
     return f + core_;
   });
+}
+
+// Spreads shard s's replayed values in place into the (c, lambda) pairs of
+// the reverse sweep, from the top down, with lambda = d f / d c = w.
+template <typename A, int W, typename I>
+double* Propagator<A, W, I>::spread_adjoint(int s) const {
+  const Shard& me = shards_[static_cast<std::size_t>(s)];
+  const std::size_t n = me.state.size();
+  me.state.resize(2 * n);
+  double* x = me.state.data();
+  for (std::size_t i = n; i-- > 0;) {
+    x[2 * i] = x[i];
+    x[2 * i + 1] = 0.0;
+  }
+  for (const auto& [i, w] : weights(s)) x[2 * std::size_t{i} + 1] = w;
+  return x;
+}
+
+// The reverse sweep over every layer, last first, on the (c, lambda) pairs:
+// recovers each layer's inputs and adds shard s's d f / d phi_l to dphi[s][l].
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::replay_back(int t, Team& team, double* const* state, const double* theta, double pare,
+                                      const std::int32_t* lp, std::vector<std::vector<double>>& dphi) const {
+  if (t == 0) {
+    std::size_t widest = 0;
+    for (const RemoteLayer& remote : remote_) widest = std::max(widest, remote.entries);
+    swap_.resize(2 * widest);
+  }
+  team.each(t, [&](int s) {
+    const Shard& me = shards_[static_cast<std::size_t>(s)];
+    me.pare.cursor = me.pare.flags.size();
+  });
+  team.sync(t);
+  for (std::size_t l = layers_.size(); l-- > 0;) {
+    const LayerInfo& info = layers_[l];
+    const double phi = info.frequency * theta[lp ? lp[l] : info.parameter];
+    const double cs = std::cos(phi), sn = std::sin(phi);
+    team.each(t, [&](int s) {
+      const Shard& me = shards_[static_cast<std::size_t>(s)];
+      const ShardLayer& layer = me.graph[l];
+      if (pare > 0.0) me.pare.cursor -= pare_flags(layer);
+      dphi[static_cast<std::size_t>(s)][l] = adjoint_layer(layer, cs, sn, state, s, pare, &me.pare);
+    });
+    if (const RemoteLayer& remote = remote_[l]; !remote.empty()) {
+      std::vector<double*> at(shards_.size());
+      for (std::size_t s = 0; s < shards_.size(); ++s) at[s] = &dphi[s][l];
+      remote_step_back(t, team, remote, cs, sn, state, ours_.data() + remote.offset, theirs_.data() + remote.offset,
+                       swap_.data(), pare, at.data());
+    }
+    team.sync(t);
+  }
 }
 
 // Each shard sends its share of the layer's entries (chunk), value
