@@ -408,10 +408,16 @@ def spawn(job: dict, timeout: float) -> dict:
 def run_worker(script: Path, job: dict, env_overrides: dict, timeout: float) -> dict:
     """Runs `script --worker job` in a fresh interpreter with `env_overrides` set and returns
     the JSON it prints on a ``RESULT`` line, or {"error": ...}."""
-    env = {**os.environ, **env_overrides}
     cmd = [sys.executable, str(Path(script).resolve()), "--worker", json.dumps(job)]
+    return run_result(cmd, {**os.environ, **env_overrides}, timeout)
+
+
+def run_result(cmd: list[str], env: dict, timeout: float, cwd: str | None = None) -> dict:
+    """Runs `cmd` and returns the JSON it prints on a ``RESULT`` line, or {"error": ...}."""
     try:
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout:.0f} s"}
     for line in reversed(proc.stdout.splitlines()):

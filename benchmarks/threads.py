@@ -231,15 +231,19 @@ def worker(job: dict) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
-def spawn(job: dict, threads: int, timeout: float) -> dict:
-    env = {
+def thread_env(threads: int) -> dict:
+    """The environment of a child that runs `threads` OpenMP threads and one BLAS thread."""
+    return {
         "monoprop_NUM_THREADS": str(threads),
         "OMP_NUM_THREADS": str(threads),
         "OMP_DYNAMIC": "FALSE",
         "OPENBLAS_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
     }
-    return run_worker(Path(__file__), job, env, timeout)
+
+
+def spawn(job: dict, threads: int, timeout: float) -> dict:
+    return run_worker(Path(__file__), job, thread_env(threads), timeout)
 
 
 def relative(a: float, b: float) -> float:

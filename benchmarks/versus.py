@@ -51,8 +51,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from propagate import fermi_hubbard_workload, heavy_hex_workload  # noqa: E402
-from threads import bond_layers, tfim2d_workload  # noqa: E402
+from propagate import fermi_hubbard_workload, heavy_hex_workload, run_result  # noqa: E402
+from threads import bond_layers, tfim2d_workload, thread_env  # noqa: E402
 
 REFERENCE = "monoprop==0.9.2"
 DEFAULT_VENV = Path.home() / ".cache" / "monoprop-versus" / "venv-0.9.2"
@@ -149,27 +149,10 @@ def reference_python(venv: Path) -> Path:
 
 
 def measure(python: Path, job: dict, threads: int, timeout: float) -> dict:
-    env = {
-        **os.environ,
-        "monoprop_NUM_THREADS": str(threads),
-        "OMP_NUM_THREADS": str(threads),
-        "OMP_DYNAMIC": "FALSE",
-        "OPENBLAS_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-    }
+    env = {**os.environ, **thread_env(threads)}
     # Run from a neutral directory, so that neither engine imports this checkout's sources.
     cmd = [str(python), str(HERE / "versus_worker.py"), json.dumps(job)]
-    try:
-        proc = subprocess.run(
-            cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd="/"
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout:.0f} s"}
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-    return {"error": f"exit {proc.returncode}: " + " | ".join(tail)}
+    return run_result(cmd, env, timeout, cwd="/")
 
 
 # --------------------------------------------------------------------------------------------
