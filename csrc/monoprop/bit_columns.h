@@ -9,6 +9,7 @@
 // holds bit s of terms 64w .. 64w + 63 (term i at bit i mod 64).
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -51,6 +52,41 @@ class BitColumns {
     ++size_;
   }
 
+  // Appends n terms given by their keys, W words each, one after another.
+  // A run of 64 terms is a 64 x 64 bit matrix per key word, and its transpose
+  // holds the run's word of each column: a few instructions a term and word,
+  // against several a set bit when terms go in one by one.
+  template <int W>
+  void append(const std::uint64_t* keys, std::size_t n) {
+    constexpr std::size_t kTranspose = 16;  // shorter runs go in bit by bit
+    for (std::size_t done = 0; done < n;) {
+      const std::size_t at = size_ % 64, take = std::min(64 - at, n - done);
+      if (take < kTranspose) {
+        for (std::size_t j = 0; j < take; ++j) append<W>(keys + W * (done + j));
+        done += take;
+        continue;
+      }
+      const std::uint64_t* run = keys + W * done;
+      for (int k = 0; k < W; ++k) {
+        std::uint64_t block[64] = {};
+        for (std::size_t j = 0; j < take; ++j) block[at + j] = run[W * j + static_cast<std::size_t>(k)];
+        transpose(block);
+        for (int b = 0; b < 64 && 64 * k + b < slots_; ++b) add_word(64 * k + b, at, block[b]);
+      }
+      if (has_parity()) {
+        std::uint64_t parity = 0;
+        for (std::size_t j = 0; j < take; ++j) {
+          int length = 0;
+          for (int k = 0; k < W; ++k) length += std::popcount(run[W * j + static_cast<std::size_t>(k)]);
+          parity |= static_cast<std::uint64_t>(length & 1) << (at + j);
+        }
+        add_word(slots_, at, parity);
+      }
+      size_ += take;
+      done += take;
+    }
+  }
+
   // Drops every term from n on.
   void truncate(std::size_t n) {
     if (n >= size_) return;
@@ -70,6 +106,27 @@ class BitColumns {
   }
 
  private:
+  // Adds a run's word to column c, whose last word it starts at bit `at` of.
+  void add_word(int c, std::size_t at, std::uint64_t bits) {
+    Column<std::uint64_t>& column = columns_[static_cast<std::size_t>(c)];
+    if (at == 0)
+      column.push_back(bits);
+    else
+      column.back() |= bits;
+  }
+
+  // In place: bit j of word i moves to bit i of word j (swapping ever smaller
+  // off-diagonal blocks: 32 x 32, then 16 x 16, ..., then single bits).
+  static void transpose(std::uint64_t a[64]) {
+    std::uint64_t mask = 0x00000000FFFFFFFFull;
+    for (int j = 32; j != 0; j >>= 1, mask ^= mask << j)
+      for (int k = 0; k < 64; k = ((k | j) + 1) & ~j) {
+        const std::uint64_t t = ((a[k] >> j) ^ a[k | j]) & mask;
+        a[k] ^= t << j;
+        a[k | j] ^= t;
+      }
+  }
+
   int slots_;
   std::vector<Column<std::uint64_t>> columns_;
   std::size_t size_ = 0;

@@ -96,6 +96,7 @@ class Store {
   // Appends a key known to be absent; reserve_for must have made room.
   Index append(const Key& k, std::uint64_t h) {
     const Index slot = append_unindexed(k);
+    bits_.template append<W>(k.words.data());
     index_.place(slot, h);
     return slot;
   }
@@ -104,13 +105,14 @@ class Store {
   Index append_unindexed(const Key& k) {
     const auto slot = static_cast<Index>(size_);
     rows_.append(k.words.data(), W);
-    bits_.template append<W>(k.words.data());
     ++size_;
     return slot;
   }
-  // Indexes slots from .. size()-1, appended with append_unindexed; hash_of(slot) gives each hash.
+  // Completes the slots from .. size()-1 appended with append_unindexed: their
+  // bit columns, all at once, and their index entries; hash_of(slot) gives each hash.
   template <typename HashOf>
   void index_appended(std::size_t from, HashOf&& hash_of) {
+    bits_.template append<W>(row(from), size_ - from);
     index_.place_all(from, size_, hash_of);
   }
 

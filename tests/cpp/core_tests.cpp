@@ -204,6 +204,31 @@ static void test_column() {
   CHECK(c.empty() && c.bytes() == 0);
 }
 
+// Bit columns: runs appended at once (transposed 64 terms at a time) equal the
+// same terms appended one by one, bit for bit, at every offset in a word.
+static void test_bit_columns() {
+  std::mt19937_64 rng(11);
+  for (const bool parity : {false, true}) {
+    BitColumns one(120, parity), runs(120, parity);
+    std::vector<std::uint64_t> keys;
+    std::size_t total = 0;
+    for (const std::size_t n : {3, 64, 17, 100, 1, 200, 63}) {
+      keys.clear();
+      for (std::size_t j = 0; j < n; ++j) {
+        keys.push_back(rng());
+        keys.push_back(rng() & ((std::uint64_t{1} << 56) - 1));  // slots 120..127 stay empty
+      }
+      for (std::size_t j = 0; j < n; ++j) one.append<2>(keys.data() + 2 * j);
+      runs.append<2>(keys.data(), n);
+      total += n;
+    }
+    bool same = one.size() == total && runs.size() == total && one.words() == runs.words();
+    for (int s = 0; s < 120 + (parity ? 1 : 0); ++s)
+      for (std::size_t w = 0; w < one.words(); ++w) same &= one.column(s)[w] == runs.column(s)[w];
+    CHECK(same);
+  }
+}
+
 // Store and hash index against a plain list: every key found at its slot,
 // absent keys absent, across index rebuilds, batched appends and truncation.
 static void test_store_and_ceiling() {
@@ -586,6 +611,7 @@ int main() {
   pauli_against_reference<4>(100, rng);
   test_reference_overlap();
   test_column();
+  test_bit_columns();
   test_store_and_ceiling();
   test_codec_round_trip(rng);
   test_replay_against_plain(rng);
