@@ -63,12 +63,12 @@ void Propagator<A, W, I>::resolve_incoming(int s, const LayerPlan& plan) {
             return;
           }
           in.found = static_cast<std::uint32_t>(b);
-          if (me.flags[b] & kAsking) {
+          if (me.flags.test(b, TermFlags::kAsking)) {
             in.answer = Answer::FoundAsking;
           } else {
             in.answer = Answer::Found;
             if (plan.record) {
-              me.flags[b] |= kMarked;
+              me.flags.set(b, TermFlags::kMarked);
               me.marked.push_back(in.found);
             }
           }
@@ -158,7 +158,7 @@ void Propagator<A, W, I>::unscale_remote(int s, const RemoteLayer& remote, const
   for (const RemoteBlock& b : remote.blocks)
     for (std::size_t e = 0; e < b.size(); ++e)
       if (b.shards[e] == static_cast<std::uint32_t>(s) && (b.codes[e] == 1 || b.codes[e] == -1) &&
-          b.slots[e] < me.flags.size() && !(me.flags[b.slots[e]] & kAsking))  // born terms start at 0
+          b.slots[e] < me.flags.size() && !me.flags.test(b.slots[e], TermFlags::kAsking))  // born terms start at 0
         c[s][b.slots[e]] /= plan.cs;
 }
 

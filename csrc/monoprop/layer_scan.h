@@ -37,7 +37,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   me.quiet.clear();
   for (auto& out : me.outbox) out.clear();
   for (auto& out : me.remote_out) out.clear();
-  if (me.flags.size() < n) me.flags.resize(n, 0);
+  if (me.flags.size() < n) me.flags.resize(n);
 
   const Truncation& t = config_.truncation;
   const bool lower = c && t.lower_atol, upper = c && t.upper_atol;
@@ -49,7 +49,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
     if (plan.record) me.quiet.push_back(i);
   };
   auto ask = [&](std::uint32_t i, const Key& key, const Key& partner) {
-    me.flags[i] |= kAsking;
+    me.flags.set(i, TermFlags::kAsking);
     const Query q{partner,     partner.hash(), i, 0, static_cast<std::int8_t>(A::anticommuting_sign(key, plan.gen)),
                   Answer::Born};
     if (!plan.peers.empty()) {
@@ -59,9 +59,8 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
     me.outbox[static_cast<std::size_t>(owner(q.hash))].push_back(q);
   };
 
-  // Active terms wait in `active` while their key rows are fetched; their
-  // coefficients were asked for a few words earlier (`ahead`).
-  constexpr std::size_t kActive = 16, ahead = 4;
+  // Active terms wait in `active` while their key rows are fetched.
+  constexpr std::size_t kActive = 16;
   std::uint32_t active[kActive];
   double weight[kActive];
   std::size_t n_active = 0;
@@ -78,26 +77,14 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
     n_active = 0;
   };
 
-  const BitColumns& bits = keys.bits();
-  const std::size_t m = plan.columns.size(), words = bits.words();
-  std::vector<const std::uint64_t*> columns(m);
-  for (std::size_t k = 0; k < m; ++k) columns[k] = bits.column(plan.columns[k]);
-  auto hits_of = [&](std::size_t w) {
-    std::uint64_t hits = 0;
-    for (std::size_t k = 0; k < m; ++k) hits ^= columns[k][w];
-    return hits;
-  };
-  std::uint64_t pending[2 * ahead];  // masks of words w .. w + ahead
-  for (std::size_t v = 0; v < words + ahead; ++v) {
-    if (v < words) {
-      const std::uint64_t hits = pending[v % (2 * ahead)] = hits_of(v);
-      if (c)  // one line of coefficients per byte of the mask that has hits
-        for (std::uint64_t lines = hits; lines; lines &= ~(std::uint64_t{0xff} << (std::countr_zero(lines) & ~7)))
-          __builtin_prefetch(c + 64 * v + (std::countr_zero(lines) & ~7));
-    }
-    if (v < ahead) continue;
-    const std::size_t w = v - ahead;
-    for (std::uint64_t hits = pending[w % (2 * ahead)]; hits; hits &= hits - 1) {
+  // A word with hits waits `ahead` words in a ring while its coefficients,
+  // asked for when it was found, arrive.
+  constexpr std::size_t ahead = 4;
+  std::size_t ring_word[ahead];
+  std::uint64_t ring_hits[ahead];
+  std::size_t queued = 0;
+  auto visit = [&](std::size_t w, std::uint64_t hits) {
+    for (; hits; hits &= hits - 1) {
       const auto i = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(hits)));
       if (plan.k && keys.length(i) > *plan.k) continue;  // untouched
       const double moved = c ? std::abs(plan.sn * c[i]) : 0.0;
@@ -110,7 +97,18 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
       weight[n_active] = moved;
       if (++n_active == kActive) flush();
     }
-  }
+  };
+  keys.bits().xor_words(plan.columns.data(), plan.columns.size(), [&](std::size_t w, std::uint64_t hits) {
+    if (hits == 0) return;
+    if (c)  // one line of coefficients per byte of the mask that has hits
+      for (std::uint64_t lines = hits; lines; lines &= ~(std::uint64_t{0xff} << (std::countr_zero(lines) & ~7)))
+        __builtin_prefetch(c + 64 * w + (std::countr_zero(lines) & ~7));
+    const std::size_t r = queued++ % ahead;
+    if (queued > ahead) visit(ring_word[r], ring_hits[r]);
+    ring_word[r] = w;
+    ring_hits[r] = hits;
+  });
+  for (std::size_t q = queued > ahead ? queued - ahead : 0; q < queued; ++q) visit(ring_word[q % ahead], ring_hits[q % ahead]);
   flush();
 }
 

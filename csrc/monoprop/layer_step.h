@@ -53,13 +53,13 @@ void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan) {
   me.born = 0;
   me.marked.clear();
   auto answer = [&](std::uint32_t b, Answer& out) {
-    if (me.flags[b] & kAsking) {
+    if (me.flags.test(b, TermFlags::kAsking)) {
       out = Answer::FoundAsking;
       return;
     }
     out = Answer::Found;
     if (plan.record) {  // quiet, but now a pair's partner: no cos entry of its own
-      me.flags[b] |= kMarked;
+      me.flags.set(b, TermFlags::kMarked);
       me.marked.push_back(b);
     }
   };
@@ -142,7 +142,7 @@ void Propagator<A, W, I>::settle(int s, const LayerPlan& plan, Column<double>** 
   if (record) {
     SectionWriter cos(layer.bytes, layer.cos);
     for (const std::uint32_t a : me.quiet)
-      if (!(me.flags[a] & kMarked)) cos.cos(a);
+      if (!me.flags.test(a, TermFlags::kMarked)) cos.cos(a);
   }
   for (std::size_t o = 0; o < shards_.size(); ++o) {
     const std::vector<Query>& queries = me.outbox[o];
@@ -200,10 +200,10 @@ template <typename A, int W, typename I>
 void Propagator<A, W, I>::clear_flags(int s) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
   for (const auto& out : me.outbox)
-    for (const Query& q : out) me.flags[q.a] = 0;
+    for (const Query& q : out) me.flags.clear(q.a);
   for (const auto& out : me.remote_out)
-    for (const Query& q : out) me.flags[q.a] = 0;
-  for (const std::uint32_t b : me.marked) me.flags[b] = 0;
+    for (const Query& q : out) me.flags.clear(q.a);
+  for (const std::uint32_t b : me.marked) me.flags.clear(b);
 }
 
 }  // namespace monoprop

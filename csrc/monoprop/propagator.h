@@ -17,7 +17,7 @@
 // thread touches that slot in that layer).
 //
 // With MPI the ranks compose with the shards (see routing.h): a rank asks the
-// peer that owns a partner through the communicator (rank_exchange.h), and
+// peer that owns a partner through the communicator (layer_exchange.h), and
 // entries that span two ranks are recorded on both (remote.h) and replayed by
 // exchanging their inputs with the peer, layer by layer. The team's primary
 // thread makes every MPI call while the others wait at a barrier.
@@ -38,6 +38,7 @@
 #include "routing.h"
 #include "store.h"
 #include "team.h"
+#include "term_flags.h"
 
 namespace monoprop {
 
@@ -151,9 +152,6 @@ class Propagator final : public MonomialPropagator {
     const char* operation = "";
     std::size_t layer = 0, layers = 0;  // position in the call, for messages
   };
-  // Per-term flags during a layer, on the term's own shard.
-  static constexpr std::uint8_t kAsking = 1;  // asked for its partner
-  static constexpr std::uint8_t kMarked = 2;  // quiet, but another term's lookup found it
   // One shard: its terms and everything indexed by their slots.
   struct Shard {
     explicit Shard(int slots) : keys(slots, Algebra::kParityColumn) {}
@@ -163,7 +161,7 @@ class Propagator final : public MonomialPropagator {
     std::size_t n_base = 0;  // terms held when the graph was empty
     Column<double> work;     // coefficients of a build at its seed
     // Scratch of the layer being applied.
-    Column<std::uint8_t> flags;
+    TermFlags flags;
     std::vector<std::uint32_t> quiet;   // anticommuting but not asking, ascending
     std::vector<std::uint32_t> marked;  // quiet terms other lookups found
     std::vector<std::uint64_t> birth_hashes;

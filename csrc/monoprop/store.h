@@ -101,7 +101,8 @@ class Store {
     return slot;
   }
   Index append(const Key& k) { return append(k, k.hash()); }
-  // Appends keys that index_appended() indexes later, all at once.
+  // Appends a key's row only; index_appended() completes it with the others
+  // appended since.
   Index append_unindexed(const Key& k) {
     const auto slot = static_cast<Index>(size_);
     rows_.append(k.words.data(), W);
