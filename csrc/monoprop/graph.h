@@ -20,20 +20,28 @@
 // the threads of a team replay their shards' parts of a layer at once.
 //
 // Layout. A shard's part of a layer is one byte string holding sections of
-// entries in ascending a. Each entry starts with a variable-length integer
-// (LEB128, 7 bits a byte): cos entries hold the gap to the previous a; the
-// others hold (gap << 1) | (s < 0). A pair or half then holds b in `width`
-// little-endian bytes; a birth's b is implicit: the k-th birth of a section
-// is slot base + k of the part's shard, which appended its births in that
-// order. Example: cos entries at slots 3, 5, 300 are the bytes 03 02 a7 02.
-// Births cost one or two bytes an entry, cos entries about one, pairs three
-// to six: a graph entry costs two to three bytes where a record of slots
-// would take nine.
+// entries in ascending a. A section is a stream of variable-length integers
+// (LEB128, 7 bits a byte), one an entry: cos entries hold the gap to the
+// previous a; the others hold (gap << 1) | (s < 0). A pair or half section
+// then holds the b of every entry in a second stream, `width` little-endian
+// bytes each, so that a replay can ask for the partner of an entry a few
+// entries ahead without decoding up to it. A birth's b is implicit: the k-th
+// birth of a section is slot base + k of the part's shard, which appended its
+// births in that order. Example: cos entries at slots 3, 5, 300 are the bytes
+// 03 02 a7 02. Births cost one or two bytes an entry, cos entries about one,
+// pairs three to six: a graph entry costs two to three bytes where a record of
+// slots would take nine. Every byte string ends in kPadding zero bytes, so
+// that a partner is read with one four-byte load whatever its width.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
+
+#include "column.h"
 
 namespace monoprop {
 
@@ -44,13 +52,19 @@ struct LayerInfo {
   double frequency = 0.0;
 };
 
-// `count` entries at bytes [offset, offset + length) of the part's string.
+// `count` entries at bytes [offset, offset + length) of the part's string;
+// pairs and halves keep their partners from byte `partners` on.
 struct Section {
   std::uint32_t count = 0;
   std::uint32_t offset = 0, length = 0;
+  std::uint32_t partners = 0;
   std::uint32_t base = 0;  // births: the slot of the first one
   std::uint8_t width = 0;  // pairs and halves: bytes of b
 };
+
+// Zero bytes after a layer's sections (see Layout).
+inline constexpr std::size_t kPadding = 3;
+static_assert(std::endian::native == std::endian::little, "partners are read as little-endian words");
 
 // The entries whose b lives in one shard.
 struct Part {
@@ -82,48 +96,83 @@ inline std::uint8_t slot_width(std::size_t limit) {
   return w;
 }
 
-// Appends the entries of one section, in ascending a.
+// Encodes one section's entries, in ascending a, into memory of its own;
+// append_to() then adds the section to the bytes of a layer, and finish()
+// pads the layer once its last section is in. A writer is kept across
+// layers (start() begins the next section) so that its memory is reused.
 class SectionWriter {
  public:
-  SectionWriter(std::vector<std::uint8_t>& bytes, Section& section, std::uint8_t width = 0)
-      : bytes_(bytes), section_(section) {
-    section_ = Section{};
-    section_.offset = static_cast<std::uint32_t>(bytes.size());
-    section_.width = width;
+  // Begins a section whose partners are `width` bytes wide.
+  void start(std::uint8_t width = 0) {
+    width_ = width;
+    count_ = previous_ = 0;
+    g_ = gaps_.data();
+    p_ = partners_.data();
   }
-  ~SectionWriter() { section_.length = static_cast<std::uint32_t>(bytes_.size()) - section_.offset; }
-  SectionWriter(const SectionWriter&) = delete;
-  SectionWriter& operator=(const SectionWriter&) = delete;
 
   void cos(std::uint32_t a) { varint(gap(a)); }
   void birth(std::uint32_t a, int sign) { varint(std::uint64_t{gap(a)} << 1 | (sign < 0)); }
   void pair(std::uint32_t a, std::uint32_t b, int sign) {
     birth(a, sign);
-    for (int k = 0; k < section_.width; ++k) bytes_.push_back(static_cast<std::uint8_t>(b >> (8 * k)));
+    if (partners_.end() - p_ < 4) p_ = grow(partners_, p_);
+    for (int k = 0; k < width_; ++k) *p_++ = static_cast<std::uint8_t>(b >> (8 * k));
+  }
+  std::uint32_t count() const { return count_; }
+
+  // Appends the section to `bytes` and describes it in `section` (whose
+  // base, for births, the caller sets).
+  void append_to(std::vector<std::uint8_t>& bytes, Section& section) const {
+    section.count = count_;
+    section.width = width_;
+    section.offset = static_cast<std::uint32_t>(bytes.size());
+    bytes.insert(bytes.end(), gaps_.data(), static_cast<const std::uint8_t*>(g_));
+    section.partners = static_cast<std::uint32_t>(bytes.size());
+    bytes.insert(bytes.end(), partners_.data(), static_cast<const std::uint8_t*>(p_));
+    section.length = static_cast<std::uint32_t>(bytes.size()) - section.offset;
+  }
+  // Pads a layer's finished bytes (see Layout).
+  static void finish(std::vector<std::uint8_t>& bytes) { bytes.resize(bytes.size() + kPadding, 0); }
+
+  void release() {
+    gaps_.release();
+    partners_.release();
+    g_ = p_ = nullptr;
   }
 
  private:
   std::uint32_t gap(std::uint32_t a) {
+    if (gaps_.end() - g_ < 5) g_ = grow(gaps_, g_);  // a varint takes at most 5 bytes here
     const std::uint32_t g = a - previous_;
     previous_ = a;
-    ++section_.count;
+    ++count_;
     return g;
   }
   void varint(std::uint64_t v) {
-    for (; v >= 0x80; v >>= 7) bytes_.push_back(static_cast<std::uint8_t>(v | 0x80));
-    bytes_.push_back(static_cast<std::uint8_t>(v));
+    for (; v >= 0x80; v >>= 7) *g_++ = static_cast<std::uint8_t>(v | 0x80);
+    *g_++ = static_cast<std::uint8_t>(v);
+  }
+  // Enlarges a buffer written up to `at`; returns where writing goes on.
+  static std::uint8_t* grow(Column<std::uint8_t>& buffer, std::uint8_t* at) {
+    const auto used = static_cast<std::size_t>(at - buffer.data());
+    buffer.resize(std::max<std::size_t>(64, 2 * buffer.size()));
+    return buffer.data() + used;
   }
 
-  std::vector<std::uint8_t>& bytes_;
-  Section& section_;
-  std::uint32_t previous_ = 0;
+  Column<std::uint8_t> gaps_, partners_;
+  std::uint8_t* g_ = nullptr;
+  std::uint8_t* p_ = nullptr;
+  std::uint32_t previous_ = 0, count_ = 0;
+  std::uint8_t width_ = 0;
 };
 
-// Walks one section's entries in order.
+// Walks one section's entries in order; partner(k) reads the b of entry k.
 class SectionReader {
  public:
   SectionReader(const ShardLayer& layer, const Section& section)
-      : p_(layer.bytes.data() + section.offset), width_(section.width) {}
+      : p_(layer.bytes.data() + section.offset),
+        partners_(layer.bytes.data() + section.partners),
+        mask_(section.width >= 4 ? ~std::uint32_t{0} : (std::uint32_t{1} << (8 * section.width)) - 1),
+        width_(section.width) {}
 
   std::uint32_t cos() { return previous_ += static_cast<std::uint32_t>(varint()); }
   // a, and s through `negative`.
@@ -132,17 +181,17 @@ class SectionReader {
     negative = v & 1;
     return previous_ += static_cast<std::uint32_t>(v >> 1);
   }
-  std::uint32_t partner() {
-    std::uint32_t b = p_[0];
-    for (int k = 1; k < width_; ++k) b |= std::uint32_t{p_[k]} << (8 * k);
-    p_ += width_;
-    return b;
+  std::uint32_t partner(std::uint32_t k) const {
+    std::uint32_t b;
+    std::memcpy(&b, partners_ + std::size_t{width_} * k, sizeof b);  // little-endian, like the writer
+    return b & mask_;
   }
 
  private:
   std::uint64_t varint() {
     std::uint64_t v = *p_++;
-    if (v < 0x80) return v;
+    if (v < 0x80) [[likely]]
+      return v;
     v &= 0x7f;
     for (int shift = 7;; shift += 7) {
       const std::uint64_t byte = *p_++;
@@ -152,6 +201,8 @@ class SectionReader {
   }
 
   const std::uint8_t* p_;
+  const std::uint8_t* partners_;
+  std::uint32_t mask_;
   std::uint8_t width_;
   std::uint32_t previous_ = 0;
 };

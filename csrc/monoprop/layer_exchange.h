@@ -63,15 +63,7 @@ void Propagator<A, W, I>::resolve_incoming(int s, const LayerPlan& plan) {
             return;
           }
           in.found = static_cast<std::uint32_t>(b);
-          if (me.flags.test(b, TermFlags::kAsking)) {
-            in.answer = Answer::FoundAsking;
-          } else {
-            in.answer = Answer::Found;
-            if (plan.record) {
-              me.flags.set(b, TermFlags::kMarked);
-              me.marked.push_back(in.found);
-            }
-          }
+          in.answer = found(me, in.found, plan);
         });
   }
 }
@@ -115,9 +107,9 @@ void Propagator<A, W, I>::answer_lookups(const LayerPlan& plan, RemoteLayer& rem
       for (std::size_t s = 0; s < shards_.size(); ++s)
         for (Query& q : shards_[s].remote_out[p]) {
           q.answer = x.answers_in[p][e++];
-          if (q.answer != Answer::Born && is_half(q.partner))
+          if (half(q, plan))
             add(s, q.a, 2 * q.sign);
-          else if (kept(q.answer, q.partner))
+          else if (owns_rotation(q, plan))
             add(s, q.a, q.sign);
         }
     };

@@ -51,18 +51,7 @@ template <typename A, int W, typename I>
 void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
   me.born = 0;
-  me.marked.clear();
-  auto answer = [&](std::uint32_t b, Answer& out) {
-    if (me.flags.test(b, TermFlags::kAsking)) {
-      out = Answer::FoundAsking;
-      return;
-    }
-    out = Answer::Found;
-    if (plan.record) {  // quiet, but now a pair's partner: no cos entry of its own
-      me.flags.set(b, TermFlags::kMarked);
-      me.marked.push_back(b);
-    }
-  };
+  me.births.clear();
   for (Shard& source : shards_) {
     std::vector<Query>& inbox = source.outbox[static_cast<std::size_t>(s)];
     lookup_all(
@@ -72,14 +61,26 @@ void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan) {
           Query& q = inbox[i];
           if (b == Keys::kEmpty) {
             q.answer = Answer::Born;
+            me.births.push_back(&q);
             ++me.born;
             return;
           }
           q.b = static_cast<std::uint32_t>(b);
-          answer(q.b, q.answer);
+          q.answer = found(me, q.b, plan);
         });
   }
   if (!plan.peers.empty()) resolve_incoming(s, plan);
+}
+
+// The answer for a lookup that found term b of shard `me`. A quiet b becomes
+// the partner in the asker's pair, so it gets no cos entry of its own: a
+// recording layer marks it (settle() clears the mark as it passes b).
+template <typename A, int W, typename I>
+auto Propagator<A, W, I>::found(Shard& me, std::uint32_t b, const LayerPlan& plan) -> Answer {
+  if (me.flags.test(b, TermFlags::kAsking)) return Answer::FoundAsking;
+  const bool untouched = plan.k && me.keys.length(b) > *plan.k;  // in no list of this layer
+  if (plan.record && !untouched) me.flags.set(b, TermFlags::kMarked);
+  return Answer::Found;
 }
 
 // Asks the memory budget for what shard s is about to add.
@@ -111,12 +112,10 @@ void Propagator<A, W, I>::append_births(int s, const LayerPlan& plan, Column<dou
   const std::size_t first = me.keys.size();
   std::vector<std::uint64_t>& hashes = me.birth_hashes;
   hashes.clear();
-  for (Shard& source : shards_)
-    for (Query& q : source.outbox[static_cast<std::size_t>(s)])
-      if (q.answer == Answer::Born) {
-        q.b = static_cast<std::uint32_t>(me.keys.append_unindexed(q.partner));
-        hashes.push_back(q.hash);
-      }
+  for (Query* q : me.births) {
+    q->b = static_cast<std::uint32_t>(me.keys.append_unindexed(q->partner));
+    hashes.push_back(q->hash);
+  }
   for (const int peer : plan.peers) {
     const auto r = static_cast<std::size_t>(peer);
     const auto* wire = reinterpret_cast<const Wire*>(exchange_.in[r].data());
@@ -134,76 +133,81 @@ void Propagator<A, W, I>::append_births(int s, const LayerPlan& plan, Column<dou
 // The asking side: applies and records the rotations shard s asked for (in
 // the order it asked), and records the cos entries of its quiet terms. Of a
 // pair whose terms both asked, the query whose partner holds the generator's
-// top slot records it: exactly one of a and a xor G does.
+// top slot records it: exactly one of a and a xor G does. One pass over the
+// queries of each owner shard rotates and writes the three sections.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::settle(int s, const LayerPlan& plan, Column<double>** values, Graph* record) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
   ShardLayer layer;
+  auto& [cos, births, pairs, halves] = me.writers;
   if (record) {
-    SectionWriter cos(layer.bytes, layer.cos);
+    cos.start();
     for (const std::uint32_t a : me.quiet)
-      if (!me.flags.test(a, TermFlags::kMarked)) cos.cos(a);
+      if (me.flags.test(a, TermFlags::kMarked))
+        me.flags.clear(a);
+      else
+        cos.cos(a);
+    cos.append_to(layer.bytes, layer.cos);
   }
   for (std::size_t o = 0; o < shards_.size(); ++o) {
     const std::vector<Query>& queries = me.outbox[o];
     if (queries.empty()) continue;
-    if (values) {
-      double* own = values[s]->data();
-      double* other = values[o]->data();
-      for (const Query& q : queries) {
-        if (!owns_rotation(q, plan)) continue;
+    double* own = values ? values[s]->data() : nullptr;
+    double* other = values ? values[o]->data() : nullptr;
+    const std::uint8_t width = slot_width(shards_[o].keys.size());
+    Part part;
+    part.shard = static_cast<std::uint32_t>(o);
+    if (record) {
+      births.start();
+      pairs.start(width);
+      halves.start(width);
+    }
+    constexpr std::size_t ahead = 16;  // the coefficients of a query this far on are asked for
+    for (std::size_t k = 0; k < queries.size(); ++k) {
+      const Query& q = queries[k];
+      me.flags.clear(q.a);
+      if (values && k + ahead < queries.size()) {
+        __builtin_prefetch(own + queries[k + ahead].a);
+        __builtin_prefetch(other + queries[k + ahead].b);
+      }
+      if (!owns_rotation(q, plan)) continue;
+      const bool is_half = half(q, plan);
+      if (values) {
         double& x = own[q.a];
         double& y = other[q.b];
-        if (q.answer != Answer::Born && half(q, plan)) {
+        if (is_half) {
           rotation::receive(x, y, plan.cs, plan.sn, q.sign);
         } else {
           if (q.answer == Answer::Found) y /= plan.cs;  // undo the scan's scaling of a quiet partner
           rotation::rotate(x, y, plan.cs, plan.sn, q.sign);
         }
       }
+      if (!record) continue;
+      if (q.answer == Answer::Born) {
+        if (births.count() == 0) part.births.base = q.b;
+        births.birth(q.a, q.sign);
+      } else {
+        (is_half ? halves : pairs).pair(q.a, q.b, q.sign);
+      }
     }
-    if (record) record_part(layer, o, queries, plan);
+    if (!record) continue;
+    births.append_to(layer.bytes, part.births);
+    pairs.append_to(layer.bytes, part.pairs);
+    halves.append_to(layer.bytes, part.halves);
+    if (part.births.count + part.pairs.count + part.halves.count) layer.parts.push_back(part);
   }
   if (!record) return;
+  SectionWriter::finish(layer.bytes);
   layer.bytes.shrink_to_fit();
   record->push_back(std::move(layer));
 }
 
-template <typename A, int W, typename I>
-void Propagator<A, W, I>::record_part(ShardLayer& layer, std::size_t owner_shard, const std::vector<Query>& queries,
-                                      const LayerPlan& plan) const {
-  Part part;
-  part.shard = static_cast<std::uint32_t>(owner_shard);
-  const std::uint8_t width = slot_width(shards_[owner_shard].keys.size());
-  {
-    SectionWriter births(layer.bytes, part.births);
-    for (const Query& q : queries)
-      if (q.answer == Answer::Born) {
-        if (part.births.count == 0) part.births.base = q.b;
-        births.birth(q.a, q.sign);
-      }
-  }
-  {
-    SectionWriter pairs(layer.bytes, part.pairs, width);
-    for (const Query& q : queries)
-      if (q.answer != Answer::Born && owns_rotation(q, plan) && !half(q, plan)) pairs.pair(q.a, q.b, q.sign);
-  }
-  {
-    SectionWriter halves(layer.bytes, part.halves, width);
-    for (const Query& q : queries)
-      if (q.answer != Answer::Born && half(q, plan)) halves.pair(q.a, q.b, q.sign);
-  }
-  if (part.births.count + part.pairs.count + part.halves.count) layer.parts.push_back(part);
-}
-
+// The flags settle() has not cleared: those of lookups sent to other ranks.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::clear_flags(int s) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
-  for (const auto& out : me.outbox)
-    for (const Query& q : out) me.flags.clear(q.a);
   for (const auto& out : me.remote_out)
     for (const Query& q : out) me.flags.clear(q.a);
-  for (const std::uint32_t b : me.marked) me.flags.clear(b);
 }
 
 }  // namespace monoprop

@@ -163,8 +163,9 @@ class Propagator final : public MonomialPropagator {
     // Scratch of the layer being applied.
     TermFlags flags;
     std::vector<std::uint32_t> quiet;   // anticommuting but not asking, ascending
-    std::vector<std::uint32_t> marked;  // quiet terms other lookups found
+    std::vector<Query*> births;         // queries (of any shard) whose partner this shard appends
     std::vector<std::uint64_t> birth_hashes;
+    SectionWriter writers[4];  // cos, births, pairs, halves of the layer being recorded
     std::vector<std::vector<Query>> outbox;      // by owner shard (this shard's own included)
     std::vector<std::vector<Query>> remote_out;  // by owner rank
     std::size_t born = 0;
@@ -180,14 +181,20 @@ class Propagator final : public MonomialPropagator {
     void release_scratch() {
       work.release();
       flags.release();
-      quiet = {};
-      marked = {};
-      birth_hashes = {};
-      for (auto& out : outbox) out = {};
-      for (auto& out : remote_out) out = {};
+      give_back(quiet);
+      give_back(births);
+      give_back(birth_hashes);
+      for (SectionWriter& writer : writers) writer.release();
+      for (auto& out : outbox) give_back(out);
+      for (auto& out : remote_out) give_back(out);
     }
   };
 
+  // Frees a vector's memory (`v = {}` would assign an empty list and keep it).
+  template <typename V>
+  static void give_back(V& v) {
+    V().swap(v);
+  }
   int threads() const { return num_threads_; }
   // The shard, within its rank, that owns a monomial of hash h.
   int owner(std::uint64_t h) const { return routing_.shard_of(h); }
@@ -214,14 +221,15 @@ class Propagator final : public MonomialPropagator {
                    RemoteLayer* remote);
   void scan(int s, const LayerPlan& plan, double* c);
   void resolve(int s, const LayerPlan& plan);
+  Answer found(Shard& me, std::uint32_t b, const LayerPlan& plan);
   void check_growth(int s, const LayerPlan& plan, bool evolving);
   void append_births(int s, const LayerPlan& plan, Column<double>* values);
   void settle(int s, const LayerPlan& plan, Column<double>** values, Graph* record);
-  void record_part(ShardLayer& layer, std::size_t owner_shard, const std::vector<Query>& queries,
-                   const LayerPlan& plan) const;
   void clear_flags(int s);
   // A found partner too long to rotate back (only_rotate_len_k): a half.
-  static bool half(const Query& q, const LayerPlan& plan) { return plan.k && q.partner.length() > *plan.k; }
+  static bool half(const Query& q, const LayerPlan& plan) {
+    return q.answer != Answer::Born && plan.k && q.partner.length() > *plan.k;
+  }
   // Whether the asking shard applies and records q's rotation: always, unless
   // both terms asked and q's partner lacks the generator's top slot.
   static bool owns_rotation(const Query& q, const LayerPlan& plan) {

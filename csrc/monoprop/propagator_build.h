@@ -74,7 +74,7 @@ void Propagator<A, W, I>::release_scratch() {
   exchange_.answers_out.resize(ranks);
   exchange_.answers_in.resize(ranks);
   remote_scratch_ = {};
-  remote_values_ = {};
+  give_back(remote_values_);
 }
 
 template <typename A, int W, typename I>
@@ -208,6 +208,7 @@ void Propagator<A, W, I>::adopt_graph(const CircuitSpec& circuit, std::vector<Gr
   }
   for (const LayerSpec* spec : application_order(circuit))
     layers_.push_back({spec->parameter + new_shift, spec->gate + new_gate_shift, frequency(*spec)});
+  release_scratch();  // first: the build's working coefficients go before the operand grows
   for (std::size_t s = 0; s < shards_.size(); ++s) {
     Shard& shard = shards_[s];
     for (ShardLayer& layer : added[s]) {
@@ -217,7 +218,6 @@ void Propagator<A, W, I>::adopt_graph(const CircuitSpec& circuit, std::vector<Gr
     shard.base.resize(shard.keys.size(), 0.0);
     shard.weights_stale = true;
   }
-  release_scratch();
   for (RemoteLayer& layer : added_remote) {
     layer.offset = remote_entries_;
     remote_entries_ += layer.entries;

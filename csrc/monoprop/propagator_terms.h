@@ -122,7 +122,7 @@ MemoryUsage Propagator<A, W, I>::memory() const {
     for (const auto& out : shard.outbox) queries += out.capacity();
     m.buffers += shard.c.bytes() + shard.state.bytes() + shard.work.bytes() + shard.pare.flags.bytes() +
                  shard.flags.bytes() + shard.weights.capacity() * sizeof(shard.weights[0]) +
-                 (shard.quiet.capacity() + shard.marked.capacity()) * 4 + queries * sizeof(Query);
+                 shard.quiet.capacity() * 4 + shard.births.capacity() * sizeof(Query*) + queries * sizeof(Query);
   }
   m.graph += layers_.capacity() * sizeof(LayerInfo);
   for (const RemoteLayer& layer : remote_) m.graph += layer.bytes();

@@ -8,71 +8,40 @@ namespace monoprop {
 namespace {
 using namespace rotation;
 
-// Walks a births, pairs or halves section in chunks: decodes a chunk (and asks
-// for its lines through `prefetch`) before applying the previous one, so the
-// scattered partners are on their way when their entries come up.
+// Walks a births, pairs or halves section: apply(a, b, s) for each entry in
+// order, with s = +-1; prefetch(b) is called kAhead entries before the entry
+// (the partners are scattered; a ascends, which the hardware follows).
 template <bool Births, typename Prefetch, typename Apply>
 void for_each_entry(const ShardLayer& layer, const Section& section, Prefetch&& prefetch, Apply&& apply) {
-  constexpr std::uint32_t kChunk = 16;
+  constexpr std::uint32_t kAhead = 16;
+  static constexpr double kSign[2] = {1.0, -1.0};
   const std::uint32_t n = section.count;
-  if (n == 0) return;
   SectionReader reader(layer, section);
-  std::uint32_t a[2][kChunk], b[2][kChunk];
-  double s[2][kChunk];
-  auto decode = [&](int buffer, std::uint32_t start) {
-    const std::uint32_t m = std::min(kChunk, n - start);
-    for (std::uint32_t i = 0; i < m; ++i) {
-      bool negative;
-      a[buffer][i] = reader.next(negative);
-      b[buffer][i] = Births ? section.base + start + i : reader.partner();
-      s[buffer][i] = negative ? -1.0 : 1.0;
-      prefetch(a[buffer][i], b[buffer][i]);
-    }
-  };
-  decode(0, 0);
-  int buffer = 0;
-  for (std::uint32_t start = 0; start < n; start += kChunk, buffer ^= 1) {
-    if (start + kChunk < n) decode(buffer ^ 1, start + kChunk);
-    const std::uint32_t m = std::min(kChunk, n - start);
-    for (std::uint32_t i = 0; i < m; ++i) apply(a[buffer][i], b[buffer][i], s[buffer][i]);
+  auto partner = [&](std::uint32_t k) { return Births ? section.base + k : reader.partner(k); };
+  if (!Births)
+    for (std::uint32_t k = 0; k < std::min(kAhead, n); ++k) prefetch(partner(k));
+  for (std::uint32_t k = 0; k < n; ++k) {
+    if (!Births && k + kAhead < n) prefetch(partner(k + kAhead));
+    bool negative;
+    const std::uint32_t a = reader.next(negative);
+    apply(a, partner(k), kSign[negative]);
   }
 }
 
-// Walks the cos section the same way: a chunk of slots is decoded (and their
-// lines asked for) before the previous chunk is applied.
-template <typename Prefetch, typename Apply>
-void for_each_cos(const ShardLayer& layer, Prefetch&& prefetch, Apply&& apply) {
-  constexpr std::uint32_t kChunk = 32;
-  const std::uint32_t n = layer.cos.count;
-  if (n == 0) return;
-  SectionReader reader(layer, layer.cos);
-  std::uint32_t a[2][kChunk];
-  auto decode = [&](int buffer, std::uint32_t start) {
-    const std::uint32_t m = std::min(kChunk, n - start);
-    for (std::uint32_t i = 0; i < m; ++i) prefetch(a[buffer][i] = reader.cos());
-  };
-  decode(0, 0);
-  int buffer = 0;
-  for (std::uint32_t start = 0; start < n; start += kChunk, buffer ^= 1) {
-    if (start + kChunk < n) decode(buffer ^ 1, start + kChunk);
-    const std::uint32_t m = std::min(kChunk, n - start);
-    for (std::uint32_t i = 0; i < m; ++i) apply(a[buffer][i]);
-  }
-}
+// Walks the cos section: apply(a) for each entry in order.
 template <typename Apply>
 void for_each_cos(const ShardLayer& layer, Apply&& apply) {
-  for_each_cos(layer, [](std::uint32_t) {}, apply);
+  SectionReader reader(layer, layer.cos);
+  for (std::uint32_t k = 0; k < layer.cos.count; ++k) apply(reader.cos());
 }
 
 template <int Stride, bool Pared>
 void forward(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare, PareFlags* flags) {
   double* own = c[self];
-  for_each_cos(
-      layer, [&](std::uint32_t a) { __builtin_prefetch(&own[Stride * std::size_t{a}]); },
-      [&](std::uint32_t a) { own[Stride * std::size_t{a}] *= cs; });
+  for_each_cos(layer, [&](std::uint32_t a) { own[Stride * std::size_t{a}] *= cs; });
   for (const Part& part : layer.parts) {
     double* other = c[part.shard];
-    auto prefetch = [&](std::uint32_t, std::uint32_t b) { __builtin_prefetch(&other[Stride * std::size_t{b}]); };
+    auto prefetch = [&](std::uint32_t b) { __builtin_prefetch(&other[Stride * std::size_t{b}]); };
     auto pair = [&](std::uint32_t a, std::uint32_t b, double s) {
       double& x = own[Stride * std::size_t{a}];
       double& y = other[Stride * std::size_t{b}];
@@ -111,13 +80,11 @@ double adjoint(const ShardLayer& layer, double cs, double sn, double* const* sta
   double* own = state[self];
   const double inverse_cs = 1.0 / cs;
   double d = 0.0, d_pairs = 0.0;
-  for_each_cos(
-      layer, [&](std::uint32_t a) { __builtin_prefetch(own + 2 * std::size_t{a}); },
-      [&](std::uint32_t a) { d += unscale(own + 2 * std::size_t{a}, cs, sn, inverse_cs); });
+  for_each_cos(layer, [&](std::uint32_t a) { d += unscale(own + 2 * std::size_t{a}, cs, sn, inverse_cs); });
   std::size_t cursor = Pared ? flags->cursor : 0;
   for (const Part& part : layer.parts) {
     double* other = state[part.shard];
-    auto prefetch = [&](std::uint32_t, std::uint32_t b) { __builtin_prefetch(other + 2 * std::size_t{b}); };
+    auto prefetch = [&](std::uint32_t b) { __builtin_prefetch(other + 2 * std::size_t{b}); };
     auto pair = [&](std::uint32_t a, std::uint32_t b, double s) {
       double* x = own + 2 * std::size_t{a};
       double* y = other + 2 * std::size_t{b};
@@ -167,7 +134,7 @@ DecodedLayer decode(const ShardLayer& layer) {
   DecodedLayer out;
   for_each_cos(layer, [&](std::uint32_t a) { out.cos.push_back(a); });
   for (const Part& part : layer.parts) {
-    auto none = [](std::uint32_t, std::uint32_t) {};
+    auto none = [](std::uint32_t) {};
     auto into = [&](std::vector<DecodedEntry>& list) {
       return [&list, &part](std::uint32_t a, std::uint32_t b, double s) {
         list.push_back({a, part.shard, b, s < 0 ? -1 : 1});

@@ -387,26 +387,25 @@ struct PlainEntry {
 static ShardLayer encode(const std::vector<PlainEntry>& entries, std::uint32_t self, std::uint32_t shards,
                          std::size_t limit) {
   ShardLayer layer;
-  {
-    SectionWriter cos(layer.bytes, layer.cos);
-    for (const auto& e : entries)
-      if (e.kind == 0 && e.shard == self) cos.cos(e.a);
-  }
+  SectionWriter writer;
+  writer.start();
+  for (const auto& e : entries)
+    if (e.kind == 0 && e.shard == self) writer.cos(e.a);
+  writer.append_to(layer.bytes, layer.cos);
   for (std::uint32_t o = 0; o < shards; ++o) {
     Part part;
     part.shard = o;
-    {
-      SectionWriter pairs(layer.bytes, part.pairs, slot_width(limit));
-      for (const auto& e : entries)
-        if (e.kind == 1 && e.shard == self && e.other == o) pairs.pair(e.a, e.b, e.sign);
-    }
-    {
-      SectionWriter halves(layer.bytes, part.halves, slot_width(limit));
-      for (const auto& e : entries)
-        if (e.kind == 2 && e.shard == self && e.other == o) halves.pair(e.a, e.b, e.sign);
-    }
+    writer.start(slot_width(limit));
+    for (const auto& e : entries)
+      if (e.kind == 1 && e.shard == self && e.other == o) writer.pair(e.a, e.b, e.sign);
+    writer.append_to(layer.bytes, part.pairs);
+    writer.start(slot_width(limit));
+    for (const auto& e : entries)
+      if (e.kind == 2 && e.shard == self && e.other == o) writer.pair(e.a, e.b, e.sign);
+    writer.append_to(layer.bytes, part.halves);
     if (part.births.count + part.pairs.count + part.halves.count) layer.parts.push_back(part);
   }
+  SectionWriter::finish(layer.bytes);
   return layer;
 }
 
@@ -477,11 +476,12 @@ static void test_codec_round_trip(std::mt19937& rng) {
     // Births: b implicit, from the section's base on.
     Part born;
     born.shard = 0;
-    {
-      SectionWriter births(layer.bytes, born.births);
-      born.births.base = n;
-      for (std::uint32_t a = 1; a < n; a += 5) births.birth(a, a % 2 ? 1 : -1);
-    }
+    SectionWriter births;
+    births.start();
+    for (std::uint32_t a = 1; a < n; a += 5) births.birth(a, a % 2 ? 1 : -1);
+    births.append_to(layer.bytes, born.births);
+    born.births.base = n;
+    SectionWriter::finish(layer.bytes);
     layer.parts.push_back(born);
     const DecodedLayer decoded = decode(layer);
     for (std::uint32_t a = 1, k = 0; a < n; a += 5, ++k) entries.push_back({1, a, 0, 0, n + k, a % 2 ? 1 : -1});
