@@ -75,7 +75,7 @@ struct Part {
 // One shard's part of a layer.
 struct ShardLayer {
   Section cos;
-  std::vector<Part> parts;  // by ascending owner shard
+  std::vector<Part> parts;  // by ascending owner shard (one a round of lookups, layer_step.h)
   std::vector<std::uint8_t> bytes;
 
   std::size_t n_cos() const { return cos.count; }

@@ -36,6 +36,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   const std::size_t n = keys.size();
   me.quiet.clear();
   for (auto& out : me.outbox) out.clear();
+  for (auto& out : me.late) out.clear();
   for (auto& out : me.remote_out) out.clear();
   if (me.flags.size() < n) me.flags.resize(n);
 
@@ -56,7 +57,9 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
       const int r = linear ? plan.peers[0] : routing_.spread_rank(q.hash);
       if (r != rank_) return me.remote_out[static_cast<std::size_t>(r)].push_back(q);
     }
-    me.outbox[static_cast<std::size_t>(owner(q.hash))].push_back(q);
+    // An upper term (holding the generator's top slot) waits: if its partner
+    // asks as well, the partner's lookup finds it and its own is not needed.
+    (key.test(plan.top) ? me.late : me.outbox)[static_cast<std::size_t>(owner(q.hash))].push_back(q);
   };
 
   // Active terms wait in `active` while their key rows are fetched.

@@ -22,7 +22,12 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const LayerPlan& plan, 
     sort_incoming(t, team, plan);
     team.sync(t);
   }
-  team.each(t, [&](int s) { resolve(s, plan); });
+  team.each(t, [&](int s) {
+    resolve(s, plan, false);
+    post_late(s);
+  });
+  team.sync(t);
+  team.each(t, [&](int s) { resolve(s, plan, true); });
   team.each(t, [&](int s) { check_growth(s, plan, values != nullptr); });
   team.each(t, [&](int s) { append_births(s, plan, values ? values[s] : nullptr); });
   team.sync(t);
@@ -46,14 +51,21 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const LayerPlan& plan, 
 }
 
 // The owner's side: looks up what every shard (this one included) asked it,
-// in ascending source order, and counts the births.
+// in ascending source order, and counts the births. Lookups come in two
+// rounds. Of a pair {a, a xor G} whose terms both ask, only the lower one (the
+// one without the generator's top slot) needs to look the other up: the upper
+// one's lookup is held back in the first round (scan), and posted in the
+// second only when no lookup found its term (post_late), so that then its
+// partner is quiet or absent.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan) {
+void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan, bool late) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
-  me.born = 0;
-  me.births.clear();
+  if (!late) {
+    me.born = 0;
+    me.births.clear();
+  }
   for (Shard& source : shards_) {
-    std::vector<Query>& inbox = source.outbox[static_cast<std::size_t>(s)];
+    std::vector<Query>& inbox = (late ? source.late : source.outbox)[static_cast<std::size_t>(s)];
     lookup_all(
         me.keys, inbox.size(), [&](std::size_t i) { return inbox[i].hash; },
         [&](std::size_t i) -> const Key& { return inbox[i].partner; },
@@ -69,7 +81,19 @@ void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan) {
           q.answer = found(me, q.b, plan);
         });
   }
-  if (!plan.peers.empty()) resolve_incoming(s, plan);
+  if (!late && !plan.peers.empty()) resolve_incoming(s, plan);
+}
+
+// Keeps the held-back lookups of shard s's upper terms that no lookup found.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::post_late(int s) {
+  Shard& me = shards_[static_cast<std::size_t>(s)];
+  for (auto& out : me.late)
+    std::erase_if(out, [&](const Query& q) {
+      if (!me.flags.test(q.a, TermFlags::kMarked)) return false;
+      me.flags.clear(q.a);  // its lower partner's lookup found it and records the pair
+      return true;
+    });
 }
 
 // The answer for a lookup that found term b of shard `me`. A quiet b becomes
@@ -77,7 +101,10 @@ void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan) {
 // recording layer marks it (settle() clears the mark as it passes b).
 template <typename A, int W, typename I>
 auto Propagator<A, W, I>::found(Shard& me, std::uint32_t b, const LayerPlan& plan) -> Answer {
-  if (me.flags.test(b, TermFlags::kAsking)) return Answer::FoundAsking;
+  if (me.flags.test(b, TermFlags::kAsking)) {  // an upper term: see resolve()
+    me.flags.set(b, TermFlags::kMarked);
+    return Answer::FoundAsking;
+  }
   const bool untouched = plan.k && me.keys.length(b) > *plan.k;  // in no list of this layer
   if (plan.record && !untouched) me.flags.set(b, TermFlags::kMarked);
   return Answer::Found;
@@ -89,6 +116,7 @@ void Propagator<A, W, I>::check_growth(int s, const LayerPlan& plan, bool evolvi
   const Shard& me = shards_[static_cast<std::size_t>(s)];
   std::size_t queries = 0;
   for (const auto& out : me.outbox) queries += out.size();
+  for (const auto& out : me.late) queries += out.size();
   const std::size_t bytes = me.keys.growth_bytes(me.born) + me.born * (sizeof(double) * (evolving ? 2 : 1) + 1) +
                             (plan.record ? 6 * queries + 2 * me.quiet.size() : 0);
   if (budget_.grant(bytes)) return;
@@ -112,7 +140,7 @@ void Propagator<A, W, I>::append_births(int s, const LayerPlan& plan, Column<dou
   const std::size_t first = me.keys.size();
   std::vector<std::uint64_t>& hashes = me.birth_hashes;
   hashes.clear();
-  for (Query* q : me.births) {
+  for (Query* q : me.births) {  // so each part's births are consecutive slots
     q->b = static_cast<std::uint32_t>(me.keys.append_unindexed(q->partner));
     hashes.push_back(q->hash);
   }
@@ -131,75 +159,79 @@ void Propagator<A, W, I>::append_births(int s, const LayerPlan& plan, Column<dou
 }
 
 // The asking side: applies and records the rotations shard s asked for (in
-// the order it asked), and records the cos entries of its quiet terms. Of a
-// pair whose terms both asked, the query whose partner holds the generator's
-// top slot records it: exactly one of a and a xor G does. One pass over the
-// queries of each owner shard rotates and writes the three sections.
+// ascending a), and records the cos entries of its quiet terms. Every lookup
+// that is left records its pair: of two terms that both asked, the lower one's
+// (its partner holds the generator's top slot) is the only one posted, except
+// across ranks (owns_rotation). One pass over the lookups of each owner shard
+// rotates and writes the three sections.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::settle(int s, const LayerPlan& plan, Column<double>** values, Graph* record) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
   ShardLayer layer;
-  auto& [cos, births, pairs, halves] = me.writers;
+  me.staging.clear();
   if (record) {
+    SectionWriter& cos = me.writers[0];
     cos.start();
     for (const std::uint32_t a : me.quiet)
       if (me.flags.test(a, TermFlags::kMarked))
         me.flags.clear(a);
       else
         cos.cos(a);
-    cos.append_to(layer.bytes, layer.cos);
+    cos.append_to(me.staging, layer.cos);
   }
-  for (std::size_t o = 0; o < shards_.size(); ++o) {
-    const std::vector<Query>& queries = me.outbox[o];
-    if (queries.empty()) continue;
-    double* own = values ? values[s]->data() : nullptr;
-    double* other = values ? values[o]->data() : nullptr;
-    const std::uint8_t width = slot_width(shards_[o].keys.size());
-    Part part;
-    part.shard = static_cast<std::uint32_t>(o);
-    if (record) {
-      births.start();
-      pairs.start(width);
-      halves.start(width);
-    }
-    constexpr std::size_t ahead = 16;  // the coefficients of a query this far on are asked for
-    for (std::size_t k = 0; k < queries.size(); ++k) {
-      const Query& q = queries[k];
-      me.flags.clear(q.a);
-      if (values && k + ahead < queries.size()) {
-        __builtin_prefetch(own + queries[k + ahead].a);
-        __builtin_prefetch(other + queries[k + ahead].b);
-      }
-      if (!owns_rotation(q, plan)) continue;
-      const bool is_half = half(q, plan);
-      if (values) {
-        double& x = own[q.a];
-        double& y = other[q.b];
-        if (is_half) {
-          rotation::receive(x, y, plan.cs, plan.sn, q.sign);
-        } else {
-          if (q.answer == Answer::Found) y /= plan.cs;  // undo the scan's scaling of a quiet partner
-          rotation::rotate(x, y, plan.cs, plan.sn, q.sign);
-        }
-      }
-      if (!record) continue;
-      if (q.answer == Answer::Born) {
-        if (births.count() == 0) part.births.base = q.b;
-        births.birth(q.a, q.sign);
-      } else {
-        (is_half ? halves : pairs).pair(q.a, q.b, q.sign);
-      }
-    }
-    if (!record) continue;
-    births.append_to(layer.bytes, part.births);
-    pairs.append_to(layer.bytes, part.pairs);
-    halves.append_to(layer.bytes, part.halves);
-    if (part.births.count + part.pairs.count + part.halves.count) layer.parts.push_back(part);
+  for (std::size_t o = 0; o < shards_.size(); ++o) {  // the lookups of each round make a part
+    settle_part(s, o, me.outbox[o], plan, values, record ? &layer : nullptr);
+    settle_part(s, o, me.late[o], plan, values, record ? &layer : nullptr);
   }
   if (!record) return;
-  SectionWriter::finish(layer.bytes);
-  layer.bytes.shrink_to_fit();
+  SectionWriter::finish(me.staging);
+  layer.bytes.assign(me.staging.begin(), me.staging.end());  // one block of the exact size
   record->push_back(std::move(layer));
+}
+
+// Applies and records the lookups shard s made of owner shard o in one round.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::settle_part(int s, std::size_t o, const std::vector<Query>& queries, const LayerPlan& plan,
+                                      Column<double>** values, ShardLayer* layer) {
+  if (queries.empty()) return;
+  Shard& me = shards_[static_cast<std::size_t>(s)];
+  auto& [cos, births, pairs, halves] = me.writers;
+  double* own = values ? values[s]->data() : nullptr;
+  double* other = values ? values[o]->data() : nullptr;
+  Part part;
+  part.shard = static_cast<std::uint32_t>(o);
+  if (layer) {
+    const std::uint8_t width = slot_width(shards_[o].keys.size());
+    births.start();
+    pairs.start(width);
+    halves.start(width);
+  }
+  for (const Query& q : queries) {
+    me.flags.clear(q.a);
+    const bool is_half = half(q, plan);
+    if (values) {
+      double& x = own[q.a];
+      double& y = other[q.b];
+      if (is_half) {
+        rotation::receive(x, y, plan.cs, plan.sn, q.sign);
+      } else {
+        if (q.answer == Answer::Found) y /= plan.cs;  // undo the scan's scaling of a quiet partner
+        rotation::rotate(x, y, plan.cs, plan.sn, q.sign);
+      }
+    }
+    if (!layer) continue;
+    if (q.answer == Answer::Born) {
+      if (births.count() == 0) part.births.base = q.b;
+      births.birth(q.a, q.sign);
+    } else {
+      (is_half ? halves : pairs).pair(q.a, q.b, q.sign);
+    }
+  }
+  if (!layer) return;
+  births.append_to(me.staging, part.births);
+  pairs.append_to(me.staging, part.pairs);
+  halves.append_to(me.staging, part.halves);
+  if (part.births.count + part.pairs.count + part.halves.count) layer->parts.push_back(part);
 }
 
 // The flags settle() has not cleared: those of lookups sent to other ranks.

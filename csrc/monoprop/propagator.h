@@ -163,10 +163,12 @@ class Propagator final : public MonomialPropagator {
     // Scratch of the layer being applied.
     TermFlags flags;
     std::vector<std::uint32_t> quiet;   // anticommuting but not asking, ascending
-    std::vector<Query*> births;         // queries (of any shard) whose partner this shard appends
     std::vector<std::uint64_t> birth_hashes;
-    SectionWriter writers[4];  // cos, births, pairs, halves of the layer being recorded
+    SectionWriter writers[4];           // cos, births, pairs, halves of the part being recorded
+    std::vector<std::uint8_t> staging;  // the bytes of the layer being recorded
     std::vector<std::vector<Query>> outbox;      // by owner shard (this shard's own included)
+    std::vector<std::vector<Query>> late;        // lookups of upper terms, held back (layer_step.h)
+    std::vector<Query*> births;                  // lookups (of any shard) whose partner this shard appends
     std::vector<std::vector<Query>> remote_out;  // by owner rank
     std::size_t born = 0;
     // Replay buffers, kept across calls: a VQE loop replays thousands of
@@ -183,9 +185,11 @@ class Propagator final : public MonomialPropagator {
       flags.release();
       give_back(quiet);
       give_back(births);
+      give_back(staging);
       give_back(birth_hashes);
       for (SectionWriter& writer : writers) writer.release();
       for (auto& out : outbox) give_back(out);
+      for (auto& out : late) give_back(out);
       for (auto& out : remote_out) give_back(out);
     }
   };
@@ -220,11 +224,14 @@ class Propagator final : public MonomialPropagator {
   void apply_layer(int t, Team& team, const LayerPlan& plan, Column<double>** values, std::vector<Graph>* record,
                    RemoteLayer* remote);
   void scan(int s, const LayerPlan& plan, double* c);
-  void resolve(int s, const LayerPlan& plan);
+  void resolve(int s, const LayerPlan& plan, bool late);
+  void post_late(int s);
   Answer found(Shard& me, std::uint32_t b, const LayerPlan& plan);
   void check_growth(int s, const LayerPlan& plan, bool evolving);
   void append_births(int s, const LayerPlan& plan, Column<double>* values);
   void settle(int s, const LayerPlan& plan, Column<double>** values, Graph* record);
+  void settle_part(int s, std::size_t o, const std::vector<Query>& queries, const LayerPlan& plan,
+                   Column<double>** values, ShardLayer* layer);
   void clear_flags(int s);
   // A found partner too long to rotate back (only_rotate_len_k): a half.
   static bool half(const Query& q, const LayerPlan& plan) {

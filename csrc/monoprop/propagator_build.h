@@ -65,6 +65,7 @@ void Propagator<A, W, I>::release_scratch() {
   for (Shard& shard : shards_) {
     shard.release_scratch();
     shard.outbox.resize(shards_.size());
+    shard.late.resize(shards_.size());
     shard.remote_out.resize(ranks);
   }
   exchange_ = {};
