@@ -48,6 +48,7 @@ void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters) cons
   Team::run(threads(), small_replay(), [&](int t, Team& team) {
     team.each(t, [&](int s) {
       const Shard& me = shards_[static_cast<std::size_t>(s)];
+      me.c.reserve_huge(me.base.size());
       me.c = me.base;
       c[static_cast<std::size_t>(s)] = me.c.data();
     });
@@ -98,6 +99,7 @@ double Propagator<A, W, I>::expectation_value(const std::vector<double>& paramet
           c[static_cast<std::size_t>(s)] = const_cast<double*>(me.base.data());
           return;
         }
+        me.c.reserve_huge(me.base.size());
         me.c = me.base;
         c[static_cast<std::size_t>(s)] = me.c.data();
       });
@@ -129,6 +131,7 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
     Team::run(threads(), small_replay(), [&](int t, Team& team) {
       team.each(t, [&](int s) {
         const Shard& me = shards_[static_cast<std::size_t>(s)];
+        me.state.reserve_huge(2 * me.base.size());  // spread_adjoint doubles it
         me.state = me.base;
         state[static_cast<std::size_t>(s)] = me.state.data();
         dphi[static_cast<std::size_t>(s)].assign(L, 0.0);
