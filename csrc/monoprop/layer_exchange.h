@@ -151,7 +151,7 @@ void Propagator<A, W, I>::unscale_remote(int s, const RemoteLayer& remote, const
     for (std::size_t e = 0; e < b.size(); ++e)
       if (b.shards[e] == static_cast<std::uint32_t>(s) && (b.codes[e] == 1 || b.codes[e] == -1) &&
           b.slots[e] < me.flags.size() && !me.flags.test(b.slots[e], TermFlags::kAsking))  // born terms start at 0
-        c[s][b.slots[e]] /= plan.cs;
+        c[s][b.slots[e]] *= plan.inverse_cs;
 }
 
 }  // namespace monoprop

@@ -206,7 +206,13 @@ void Propagator<A, W, I>::settle_part(int s, std::size_t o, const std::vector<Qu
     pairs.start(width);
     halves.start(width);
   }
-  for (const Query& q : queries) {
+  constexpr std::size_t ahead = 16;  // the coefficients of the lookup this far on are asked for
+  for (std::size_t k = 0; k < queries.size(); ++k) {
+    const Query& q = queries[k];
+    if (values && k + ahead < queries.size()) {
+      __builtin_prefetch(own + queries[k + ahead].a);
+      __builtin_prefetch(other + queries[k + ahead].b);
+    }
     me.flags.clear(q.a);
     const bool is_half = half(q, plan);
     if (values) {
@@ -215,7 +221,7 @@ void Propagator<A, W, I>::settle_part(int s, std::size_t o, const std::vector<Qu
       if (is_half) {
         rotation::receive(x, y, plan.cs, plan.sn, q.sign);
       } else {
-        if (q.answer == Answer::Found) y /= plan.cs;  // undo the scan's scaling of a quiet partner
+        if (q.answer == Answer::Found) y *= plan.inverse_cs;  // undo the scan's scaling of a quiet partner
         rotation::rotate(x, y, plan.cs, plan.sn, q.sign);
       }
     }

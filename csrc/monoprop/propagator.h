@@ -145,6 +145,7 @@ class Propagator final : public MonomialPropagator {
     std::vector<int> columns;  // bit columns whose xor marks the anticommuting terms
     std::uint32_t top = 0;     // the generator's highest slot
     double cs = 1.0, sn = 0.0;
+    double inverse_cs = 1.0;  // 1 / cs: never infinite, as cos of a double angle is never 0
     bool informed = false;   // coefficients steer truncation
     bool record = false;     // the layer goes into the graph
     std::optional<int> k;    // only_rotate_len_k

@@ -27,6 +27,7 @@ void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitSpec& ci
       const double phi = frequency(spec) * (*theta)[static_cast<std::size_t>(spec.parameter + parameter_shift)];
       plan.cs = std::cos(phi);
       plan.sn = std::sin(phi);
+      plan.inverse_cs = 1.0 / plan.cs;
     }
     plan.informed = values != nullptr;
     plan.record = record != nullptr;
