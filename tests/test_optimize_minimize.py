@@ -11,8 +11,11 @@ from test_optimize_objective import Problem
 from monoprop import Circuit, ExpGate, InvalidPropagatorError, PauliOperator
 from monoprop.optimize import Objective, minimize
 
-# gtol well above the rounding of a gradient summed over T shards (1e-10 is not, at T > 1).
-TIGHT = {"gtol": 1e-8, "maxiter": 500}
+# gtol well above where BFGS's line search runs out of digits: on the exact dense
+# reference with relative rounding noise of 2e-16 in value and gradient, gtol 1e-8 ends in
+# "precision loss" in 2-3 of 20 runs of the Majorana problems and gtol 1e-7 in none, so
+# whether 1e-8 succeeds depends on the order in which a replay rounds.
+TIGHT = {"gtol": 1e-7, "maxiter": 500}
 
 
 @pytest.mark.parametrize(
