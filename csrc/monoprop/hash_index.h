@@ -10,8 +10,10 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "column.h"
 
@@ -51,22 +53,40 @@ class HashIndex {
     const std::uint8_t tag = tag_of(h);
     for (std::size_t g = home(h);; g = g + 1 == groups_.size() ? 0 : g + 1) {
       const Group& group = groups_[g];
-      for (int e = 0; e < group.used; ++e)
-        if (group.tags[e] == tag && match(group.slots[e])) return group.slots[e];
+      for (unsigned hits = matches(group, tag); hits; hits &= hits - 1) {
+        const Index slot = group.slots[std::countr_zero(hits)];
+        if (match(slot)) return slot;
+      }
       if (group.used < kGroup) return none;
     }
   }
   // The first slot in h's home group whose tag matches, or `none`: the
   // candidate a pipelined lookup fetches the key of (see Store::lookup).
   Index first_candidate(std::uint64_t h, Index none) const {
-    const std::uint8_t tag = tag_of(h);
     const Group& group = groups_[home(h)];
-    for (int e = 0; e < group.used; ++e)
-      if (group.tags[e] == tag) return group.slots[e];
-    return none;
+    const unsigned hits = matches(group, tag_of(h));
+    return hits ? group.slots[std::countr_zero(hits)] : none;
   }
 
   bool home_full(std::uint64_t h) const { return groups_[home(h)].used == kGroup; }
+
+  // Bit e set for each used entry e of the group whose tag is `tag`: the
+  // twelve tags compared at once, as the bytes of two words.
+  static unsigned matches(const Group& group, std::uint8_t tag) {
+    std::uint64_t lo, hi;
+    std::memcpy(&lo, group.tags, 8);
+    std::memcpy(&hi, group.tags + 8, 8);  // tags 8..11, then `used` and spare bytes
+    const std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    auto zero_bytes = [&](std::uint64_t x) {  // the high bit of each byte of x that is 0
+      return (x - ones) & ~x & highs;
+    };
+    const std::uint64_t spread = ones * tag;
+    std::uint64_t z = zero_bytes(lo ^ spread), y = zero_bytes(hi ^ spread) & 0x80808080ULL;
+    // Gather the high bits (one per byte) into bits 0..7 and 8..11.
+    auto gather = [](std::uint64_t bits) { return static_cast<unsigned>(((bits >> 7) * 0x0102040810204080ULL) >> 56); };
+    const unsigned found = gather(z) | (gather(y) << 8);
+    return found & ((1u << group.used) - 1);
+  }
 
   // Whether `entries` entries fit without growing.
   bool fits(std::size_t entries) const { return entries * 8 <= groups_.size() * kGroup * 7; }
