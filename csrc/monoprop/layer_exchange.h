@@ -53,9 +53,8 @@ void Propagator<A, W, I>::resolve_incoming(int s, const LayerPlan& plan) {
     for (std::size_t e = 0; e < incoming.size(); ++e)
       if (incoming[e].shard == s) mine.push_back(e);
     lookup_all(
-        me.keys, mine.size(), [&](std::size_t i) { return incoming[mine[i]].hash; },
-        [&](std::size_t i) -> const Key& { return wire[mine[i]].partner; },
-        [&](std::size_t i, I b) {
+        me.keys, mine.size(), [&](std::size_t i) -> const Key& { return wire[mine[i]].partner; },
+        [&](std::size_t i, I b, std::uint64_t) {
           Incoming& in = incoming[mine[i]];
           if (b == Keys::kEmpty) {
             in.answer = Answer::Born;

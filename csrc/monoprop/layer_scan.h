@@ -45,21 +45,24 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   const double lower_atol = lower ? *t.lower_atol : 0.0, upper_atol = upper ? *t.upper_atol : 0.0;
   const bool support = t.type == CutoffType::Support;
   const bool linear = routing_.linear();
+  const bool single = threads() == 1 && plan.peers.empty();
   auto quiet = [&](std::uint32_t i) {
     if (c) c[i] *= plan.cs;
     if (plan.record) me.quiet.push_back(i);
   };
   auto ask = [&](std::uint32_t i, const Key& key, const Key& partner) {
     me.flags.set(i, TermFlags::kAsking);
-    const Query q{partner,     partner.hash(), i, 0, static_cast<std::int8_t>(A::anticommuting_sign(key, plan.gen)),
-                  Answer::Born};
+    const Query q{partner, i, 0, static_cast<std::int8_t>(A::anticommuting_sign(key, plan.gen)), Answer::Born};
+    // The owner of the partner: this shard when it is the rank's only one
+    // (the lookup computes the hash), else by the hash.
+    const std::uint64_t h = single ? 0 : partner.hash();
     if (!plan.peers.empty()) {
-      const int r = linear ? plan.peers[0] : routing_.spread_rank(q.hash);
+      const int r = linear ? plan.peers[0] : routing_.spread_rank(h);
       if (r != rank_) return me.remote_out[static_cast<std::size_t>(r)].push_back(q);
     }
     // An upper term (holding the generator's top slot) waits: if its partner
     // asks as well, the partner's lookup finds it and its own is not needed.
-    (key.test(plan.top) ? me.late : me.outbox)[static_cast<std::size_t>(owner(q.hash))].push_back(q);
+    (key.test(plan.top) ? me.late : me.outbox)[single ? 0 : static_cast<std::size_t>(owner(h))].push_back(q);
   };
 
   // Active terms wait in `active` while their key rows are fetched.

@@ -63,17 +63,18 @@ void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan, bool late) {
   if (!late) {
     me.born = 0;
     me.births.clear();
+    me.birth_hashes.clear();
   }
   for (Shard& source : shards_) {
     std::vector<Query>& inbox = (late ? source.late : source.outbox)[static_cast<std::size_t>(s)];
     lookup_all(
-        me.keys, inbox.size(), [&](std::size_t i) { return inbox[i].hash; },
-        [&](std::size_t i) -> const Key& { return inbox[i].partner; },
-        [&](std::size_t i, I b) {
+        me.keys, inbox.size(), [&](std::size_t i) -> const Key& { return inbox[i].partner; },
+        [&](std::size_t i, I b, std::uint64_t h) {
           Query& q = inbox[i];
           if (b == Keys::kEmpty) {
             q.answer = Answer::Born;
             me.births.push_back(&q);
+            me.birth_hashes.push_back(h);
             ++me.born;
             return;
           }
@@ -139,11 +140,8 @@ void Propagator<A, W, I>::append_births(int s, const LayerPlan& plan, Column<dou
   me.keys.reserve_for(me.born);
   const std::size_t first = me.keys.size();
   std::vector<std::uint64_t>& hashes = me.birth_hashes;
-  hashes.clear();
-  for (Query* q : me.births) {  // so each part's births are consecutive slots
+  for (Query* q : me.births)  // in lookup order, so each part's births are consecutive slots
     q->b = static_cast<std::uint32_t>(me.keys.append_unindexed(q->partner));
-    hashes.push_back(q->hash);
-  }
   for (const int peer : plan.peers) {
     const auto r = static_cast<std::size_t>(peer);
     const auto* wire = reinterpret_cast<const Wire*>(exchange_.in[r].data());

@@ -113,7 +113,6 @@ class Propagator final : public MonomialPropagator {
   // A lookup of the partner b = a xor G of an active term a.
   struct Query {
     Key partner;
-    std::uint64_t hash;   // of the partner
     std::uint32_t a;      // in the asking shard
     std::uint32_t b = 0;  // in the owner shard (Found, FoundAsking, Born)
     std::int8_t sign;     // s of i a G = s b
@@ -164,12 +163,12 @@ class Propagator final : public MonomialPropagator {
     // Scratch of the layer being applied.
     TermFlags flags;
     std::vector<std::uint32_t> quiet;   // anticommuting but not asking, ascending
-    std::vector<std::uint64_t> birth_hashes;
     SectionWriter writers[4];           // cos, births, pairs, halves of the part being recorded
     std::vector<std::uint8_t> staging;  // the bytes of the layer being recorded
     std::vector<std::vector<Query>> outbox;      // by owner shard (this shard's own included)
     std::vector<std::vector<Query>> late;        // lookups of upper terms, held back (layer_step.h)
     std::vector<Query*> births;                  // lookups (of any shard) whose partner this shard appends
+    std::vector<std::uint64_t> birth_hashes;     // of their partners, then of those other ranks asked for
     std::vector<std::vector<Query>> remote_out;  // by owner rank
     std::size_t born = 0;
     // Replay buffers, kept across calls: a VQE loop replays thousands of

@@ -148,25 +148,27 @@ class Store {
 };
 
 // Looks up n keys in stages, `ahead` keys apart, so that the cache misses of
-// several lookups overlap: hash(i) and key(i) describe key i, found(i, slot)
-// receives its slot or Keys::kEmpty, in order.
-template <typename Keys, typename HashAt, typename KeyAt, typename Found>
-void lookup_all(const Keys& keys, std::size_t n, HashAt&& hash, KeyAt&& key, Found&& found) {
-  constexpr std::size_t ahead = 16;
+// several lookups overlap: key(i) gives key i (by value or reference), and
+// found(i, slot, hash) receives its slot or Keys::kEmpty, in order, with the
+// key's hash (computed once here).
+template <typename Keys, typename KeyAt, typename Found>
+void lookup_all(const Keys& keys, std::size_t n, KeyAt&& key, Found&& found) {
+  constexpr std::size_t ahead = 16, ring = 2 * ahead;
   using Index = decltype(keys.candidate(0));
-  Index candidates[2 * ahead];
-  for (std::size_t i = 0; i < n + 2 * ahead; ++i) {
-    if (i < n) keys.prefetch(hash(i));
+  Index candidates[ring];
+  std::uint64_t hashes[ring];
+  for (std::size_t i = 0; i < n + ring; ++i) {  // the oldest stage first: it frees its place in the rings
+    if (i >= ring) {
+      const std::size_t j = i - ring;
+      found(j, keys.confirm(key(j), hashes[j % ring], candidates[j % ring]), hashes[j % ring]);
+    }
     if (i >= ahead && i - ahead < n) {
       const std::size_t j = i - ahead;
-      const Index c = keys.candidate(hash(j));
-      candidates[j % (2 * ahead)] = c;
+      const Index c = keys.candidate(hashes[j % ring]);
+      candidates[j % ring] = c;
       keys.prefetch_row(c);
     }
-    if (i >= 2 * ahead) {
-      const std::size_t j = i - 2 * ahead;
-      found(j, keys.confirm(key(j), hash(j), candidates[j % (2 * ahead)]));
-    }
+    if (i < n) keys.prefetch(hashes[i % ring] = key(i).hash());
   }
 }
 

@@ -341,9 +341,10 @@ static void test_store_and_ceiling() {
   for (int i = 0; i < 100; ++i) asked[static_cast<std::size_t>(i) * 5].words[1] ^= 0x100;  // absent ones
   bool staged = true;
   lookup_all(
-      store, asked.size(), [&](std::size_t i) { return asked[i].hash(); },
-      [&](std::size_t i) -> const Monomial<2>& { return asked[i]; },
-      [&](std::size_t i, std::uint32_t slot) { staged &= slot == store.find(asked[i]); });
+      store, asked.size(), [&](std::size_t i) -> const Monomial<2>& { return asked[i]; },
+      [&](std::size_t i, std::uint32_t slot, std::uint64_t h) {
+        staged &= slot == store.find(asked[i]) && h == asked[i].hash();
+      });
   CHECK(staged);
   store.truncate(100);
   CHECK(store.size() == 100);
