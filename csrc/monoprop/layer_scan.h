@@ -29,11 +29,14 @@
 
 namespace monoprop {
 
+// Shard s's part of a layer: the anticommuting terms, word by word. A word
+// with hits waits `ahead` words in a ring while its coefficients, asked for
+// when it was found, arrive; active terms then wait in a batch while their
+// key rows arrive (test_partners).
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
-  Shard& me = shards_[s];
-  const Keys& keys = me.keys;
-  const std::size_t n = keys.size();
+  Shard& me = shards_[static_cast<std::size_t>(s)];
+  const std::size_t n = me.keys.size();
   me.quiet.clear();
   for (auto& out : me.outbox) out.clear();
   for (auto& out : me.late) out.clear();
@@ -41,70 +44,29 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   if (me.flags.size() < n) me.flags.resize(n);
 
   const Truncation& t = config_.truncation;
-  const bool lower = c && t.lower_atol, upper = c && t.upper_atol;
-  const double lower_atol = lower ? *t.lower_atol : 0.0, upper_atol = upper ? *t.upper_atol : 0.0;
-  const bool support = t.type == CutoffType::Support;
-  const bool linear = routing_.linear();
-  const bool single = threads() == 1 && plan.peers.empty();
-  auto quiet = [&](std::uint32_t i) {
-    if (c) c[i] *= plan.cs;
-    if (plan.record) me.quiet.push_back(i);
-  };
-  auto ask = [&](std::uint32_t i, const Key& key, const Key& partner) {
-    me.flags.set(i, TermFlags::kAsking);
-    const Query q{partner, i, 0, static_cast<std::int8_t>(A::anticommuting_sign(key, plan.gen)), Answer::Born};
-    // The owner of the partner: this shard when it is the rank's only one
-    // (the lookup computes the hash), else by the hash.
-    const std::uint64_t h = single ? 0 : partner.hash();
-    if (!plan.peers.empty()) {
-      const int r = linear ? plan.peers[0] : routing_.spread_rank(h);
-      if (r != rank_) return me.remote_out[static_cast<std::size_t>(r)].push_back(q);
+  const bool lower = c && t.lower_atol;
+  const double lower_atol = lower ? *t.lower_atol : 0.0;
+  ActiveBatch batch;
+  auto visit = [&](std::size_t w, std::uint64_t hits) {
+    for (; hits; hits &= hits - 1) {
+      const auto i = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(hits)));
+      if (plan.k && me.keys.length(i) > *plan.k) continue;  // untouched
+      const double moved = c ? std::abs(plan.sn * c[i]) : 0.0;
+      if (lower && !(moved > lower_atol)) {
+        quiet(me, plan, c, i);
+        continue;
+      }
+      me.keys.prefetch_row(static_cast<I>(i));
+      batch.term[batch.size] = i;
+      batch.moved[batch.size] = moved;
+      if (++batch.size == ActiveBatch::kSize) test_partners(s, plan, c, batch);
     }
-    // An upper term (holding the generator's top slot) waits: if its partner
-    // asks as well, the partner's lookup finds it and its own is not needed.
-    (key.test(plan.top) ? me.late : me.outbox)[single ? 0 : static_cast<std::size_t>(owner(h))].push_back(q);
   };
-
-  // Active terms wait in `active` while their key rows are fetched.
-  constexpr std::size_t kActive = 16;
-  std::uint32_t active[kActive];
-  double weight[kActive];
-  std::size_t n_active = 0;
-  auto flush = [&] {
-    for (std::size_t e = 0; e < n_active; ++e) {
-      const std::uint32_t i = active[e];
-      const Key key = keys.key(i), partner = key ^ plan.generator;
-      const int measure = support ? partner.support() : partner.length();
-      if (measure <= t.cutoff || partner.fully_paired() || (upper && weight[e] > upper_atol))
-        ask(i, key, partner);
-      else
-        quiet(i);
-    }
-    n_active = 0;
-  };
-
-  // A word with hits waits `ahead` words in a ring while its coefficients,
-  // asked for when it was found, arrive.
   constexpr std::size_t ahead = 4;
   std::size_t ring_word[ahead];
   std::uint64_t ring_hits[ahead];
   std::size_t queued = 0;
-  auto visit = [&](std::size_t w, std::uint64_t hits) {
-    for (; hits; hits &= hits - 1) {
-      const auto i = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(hits)));
-      if (plan.k && keys.length(i) > *plan.k) continue;  // untouched
-      const double moved = c ? std::abs(plan.sn * c[i]) : 0.0;
-      if (lower && !(moved > lower_atol)) {
-        quiet(i);
-        continue;
-      }
-      keys.prefetch_row(static_cast<I>(i));
-      active[n_active] = i;
-      weight[n_active] = moved;
-      if (++n_active == kActive) flush();
-    }
-  };
-  keys.bits().xor_words(plan.columns.data(), plan.columns.size(), [&](std::size_t w, std::uint64_t hits) {
+  me.keys.bits().xor_words(plan.columns.data(), plan.columns.size(), [&](std::size_t w, std::uint64_t hits) {
     if (hits == 0) return;
     if (c)  // one line of coefficients per byte of the mask that has hits
       for (std::uint64_t lines = hits; lines; lines &= ~(std::uint64_t{0xff} << (std::countr_zero(lines) & ~7)))
@@ -114,8 +76,55 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
     ring_word[r] = w;
     ring_hits[r] = hits;
   });
-  for (std::size_t q = queued > ahead ? queued - ahead : 0; q < queued; ++q) visit(ring_word[q % ahead], ring_hits[q % ahead]);
-  flush();
+  for (std::size_t q = queued > ahead ? queued - ahead : 0; q < queued; ++q)
+    visit(ring_word[q % ahead], ring_hits[q % ahead]);
+  test_partners(s, plan, c, batch);
+}
+
+// A quiet term: scaled by cos right away where coefficients are evolved, and
+// listed when the layer is recorded (its cos entry, unless a lookup finds it).
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::quiet(Shard& me, const LayerPlan& plan, double* c, std::uint32_t i) {
+  if (c) c[i] *= plan.cs;
+  if (plan.record) me.quiet.push_back(i);
+}
+
+// The batch's active terms build their partners and test them against the
+// structural cutoff; those that pass ask, the others are quiet.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::test_partners(int s, const LayerPlan& plan, double* c, ActiveBatch& batch) {
+  Shard& me = shards_[static_cast<std::size_t>(s)];
+  const Truncation& t = config_.truncation;
+  const bool upper = c && t.upper_atol;
+  for (std::size_t e = 0; e < batch.size; ++e) {
+    const std::uint32_t i = batch.term[e];
+    const Key key = me.keys.key(i), partner = key ^ plan.generator;
+    const int measure = t.type == CutoffType::Support ? partner.support() : partner.length();
+    if (measure <= t.cutoff || partner.fully_paired() || (upper && batch.moved[e] > *t.upper_atol))
+      ask(me, plan, i, key, partner);
+    else
+      quiet(me, plan, c, i);
+  }
+  batch.size = 0;
+}
+
+// Term i asks the owner of its partner to look it up: the owner shard of this
+// rank, or the rank that holds it. An upper term (holding the generator's top
+// slot) waits: if its partner asks as well, the partner's lookup finds it and
+// its own is not needed (resolve).
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::ask(Shard& me, const LayerPlan& plan, std::uint32_t i, const Key& key, const Key& partner) {
+  me.flags.set(i, TermFlags::kAsking);
+  const Query q{partner, i, 0, static_cast<std::int8_t>(A::anticommuting_sign(key, plan.gen)), Answer::Born};
+  // A shard that is its rank's only one owns every partner: no hash needed
+  // (the lookup computes it).
+  const bool single = threads() == 1 && plan.peers.empty();
+  const std::uint64_t h = single ? 0 : partner.hash();
+  if (!plan.peers.empty()) {
+    const int r = routing_.linear() ? plan.peers[0] : routing_.spread_rank(h);
+    if (r != rank_) return me.remote_out[static_cast<std::size_t>(r)].push_back(q);
+  }
+  (key.test(plan.top) ? me.late : me.outbox)[single ? 0 : static_cast<std::size_t>(owner(h))].push_back(q);
 }
 
 }  // namespace monoprop

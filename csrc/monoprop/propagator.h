@@ -145,10 +145,10 @@ class Propagator final : public MonomialPropagator {
     std::uint32_t top = 0;     // the generator's highest slot
     double cs = 1.0, sn = 0.0;
     double inverse_cs = 1.0;  // 1 / cs: never infinite, as cos of a double angle is never 0
-    bool informed = false;   // coefficients steer truncation
-    bool record = false;     // the layer goes into the graph
-    std::optional<int> k;    // only_rotate_len_k
-    std::vector<int> peers;  // ranks the layer's lookups go to (ascending)
+    bool informed = false;    // coefficients steer truncation
+    bool record = false;      // the layer goes into the graph
+    std::optional<int> k;     // only_rotate_len_k
+    std::vector<int> peers;   // ranks the layer's lookups go to (ascending)
     const char* operation = "";
     std::size_t layer = 0, layers = 0;  // position in the call, for messages
   };
@@ -162,9 +162,9 @@ class Propagator final : public MonomialPropagator {
     Column<double> work;     // coefficients of a build at its seed
     // Scratch of the layer being applied.
     TermFlags flags;
-    std::vector<std::uint32_t> quiet;   // anticommuting but not asking, ascending
-    SectionWriter writers[4];           // cos, births, pairs, halves of the part being recorded
-    std::vector<std::uint8_t> staging;  // the bytes of the layer being recorded
+    std::vector<std::uint32_t> quiet;            // anticommuting but not asking, ascending
+    SectionWriter writers[4];                    // cos, births, pairs, halves of the part being recorded
+    std::vector<std::uint8_t> staging;           // the bytes of the layer being recorded
     std::vector<std::vector<Query>> outbox;      // by owner shard (this shard's own included)
     std::vector<std::vector<Query>> late;        // lookups of upper terms, held back (layer_step.h)
     std::vector<Query*> births;                  // lookups (of any shard) whose partner this shard appends
@@ -223,7 +223,17 @@ class Propagator final : public MonomialPropagator {
   // One layer on the current stores (layer_step.h, layer_scan.h).
   void apply_layer(int t, Team& team, const LayerPlan& plan, Column<double>** values, std::vector<Graph>* record,
                    RemoteLayer* remote);
+  // Active terms waiting for their key rows during a scan.
+  struct ActiveBatch {
+    static constexpr std::size_t kSize = 16;
+    std::uint32_t term[kSize];
+    double moved[kSize];  // |sin * c| of each
+    std::size_t size = 0;
+  };
   void scan(int s, const LayerPlan& plan, double* c);
+  void quiet(Shard& me, const LayerPlan& plan, double* c, std::uint32_t i);
+  void test_partners(int s, const LayerPlan& plan, double* c, ActiveBatch& batch);
+  void ask(Shard& me, const LayerPlan& plan, std::uint32_t i, const Key& key, const Key& partner);
   void resolve(int s, const LayerPlan& plan, bool late);
   void post_late(int s);
   Answer found(Shard& me, std::uint32_t b, const LayerPlan& plan);
