@@ -481,6 +481,32 @@ def test_value_and_gradient_are_bitwise_reproducible(threads, picture, monkeypat
         assert np.array_equal(other_gradient, gradient)
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+def test_calling_thread_replay_follows_graph_appends(threads, monkeypatch):
+    """A small graph replayed on the calling thread is spelled out once and reused; after the
+    graph grows it must replay the grown graph, bitwise as the whole team does."""
+    monkeypatch.setenv(ENV, str(threads))
+    alone, team = ising_propagator("heisenberg"), ising_propagator("heisenberg")
+    alone._engine._set_small_work(2**62)
+    team._engine._set_small_work(0)
+    rng = np.random.default_rng(7)
+
+    def agree(n_parameters: int) -> None:
+        x = rng.uniform(-1.0, 1.0, size=n_parameters)
+        value, gradient = alone.expectation_value_and_gradient(x)
+        team_value, team_gradient = team.expectation_value_and_gradient(x)
+        assert value == team_value
+        assert np.array_equal(gradient, team_gradient)
+        assert alone.expectation_value(x) == team.expectation_value(x) == value
+
+    agree(alone.n_parameters)
+    hops = [PauliOperator({Pauli("XY", (q, q + 1)): 1.0}, 10) for q in range(9)]
+    extra = Circuit([ExpGate(hop) for hop in hops], 10)
+    for prop in (alone, team):
+        prop.build_graph(extra)
+    agree(alone.n_parameters)
+
+
 # ---------------------------------------------------------------------------------------
 # 4. Raw layout accessors
 # ---------------------------------------------------------------------------------------

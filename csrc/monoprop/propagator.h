@@ -271,6 +271,7 @@ class Propagator final : public MonomialPropagator {
 
   // Replays (propagator_replay.h).
   bool small_replay() const;
+  const FlatGraph* flat_graph(const Team& team, double pare) const;
   template <int Stride>
   void replay(int t, Team& team, double* const* c, const double* theta, double pare, const std::int32_t* lp) const;
   void replay_all(const std::vector<double>& parameters) const;
@@ -306,6 +307,8 @@ class Propagator final : public MonomialPropagator {
   RemoteLayer remote_scratch_;
   std::vector<double> remote_values_;                 // scratch of a rotation in a build
   mutable std::vector<double> ours_, theirs_, swap_;  // replay exchange buffers
+  mutable FlatGraph flat_;                            // a small graph spelled out, of generation flat_generation_
+  mutable std::uint64_t flat_generation_ = 0;
   mutable bool routing_reported_ = false;
   double core_ = 0.0;  // Heisenberg identity term, kept apart
   Key occupied_;       // even slot of each occupied mode

@@ -12,6 +12,22 @@ bool Propagator<A, W, I>::small_replay() const {
   return work < small_work_ || work < small_work_ / 16 * std::max<std::size_t>(layers_.size(), 1);
 }
 
+// The graph spelled out (FlatGraph) when this replay runs on the calling
+// thread, unpared, on one rank, and the graph is small enough that the copy
+// costs little (at most 2^18 entries, 4 MB); else null.
+template <typename A, int W, typename I>
+const FlatGraph* Propagator<A, W, I>::flat_graph(const Team& team, double pare) const {
+  if (team.size() != 1 || pare > 0.0 || remote_entries_ > 0 || entries_ > (std::size_t{1} << 18) || !small_replay())
+    return nullptr;
+  if (flat_.empty() || flat_generation_ != generation_) {
+    std::vector<const Graph*> graphs;
+    for (const Shard& shard : shards_) graphs.push_back(&shard.graph);
+    flat_.assign(graphs);
+    flat_generation_ = generation_;
+  }
+  return &flat_;
+}
+
 // Replays every layer forward on the buffers c (c[s] already holds shard s's
 // starting coefficients, `Stride` doubles apart); `lp`, when given, overrides
 // each layer's parameter index (graph order).
@@ -27,14 +43,18 @@ void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const doub
   }
   team.each(t, [&](int s) { shards_[static_cast<std::size_t>(s)].pare.flags.clear(); });
   team.sync(t);  // every shard's buffer is in place before cross entries reach into it
+  const FlatGraph* flat = flat_graph(team, pare);
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const LayerInfo& info = layers_[l];
     const double phi = info.frequency * theta[lp ? lp[l] : info.parameter];
     const double cs = std::cos(phi), sn = std::sin(phi);
-    team.each(t, [&](int s) {
-      const Shard& me = shards_[static_cast<std::size_t>(s)];
-      forward_layer<Stride>(me.graph[l], cs, sn, c, s, pare, pare > 0.0 ? &me.pare : nullptr);
-    });
+    if (flat)
+      flat->forward<Stride>(l, cs, sn, c);
+    else
+      team.each(t, [&](int s) {
+        const Shard& me = shards_[static_cast<std::size_t>(s)];
+        forward_layer<Stride>(me.graph[l], cs, sn, c, s, pare, pare > 0.0 ? &me.pare : nullptr);
+      });
     if (const RemoteLayer& remote = remote_[l]; !remote.empty())
       remote_step(t, team, remote, cs, sn, c, Stride, ours_.data() + remote.offset, theirs_.data() + remote.offset,
                   pare);
@@ -193,16 +213,23 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, double* const* state, c
     me.pare.cursor = me.pare.flags.size();
   });
   team.sync(t);
+  const FlatGraph* flat = flat_graph(team, pare);
+  std::vector<double> d(flat ? shards_.size() : 0);
   for (std::size_t l = layers_.size(); l-- > 0;) {
     const LayerInfo& info = layers_[l];
     const double phi = info.frequency * theta[lp ? lp[l] : info.parameter];
     const double cs = std::cos(phi), sn = std::sin(phi);
-    team.each(t, [&](int s) {
-      const Shard& me = shards_[static_cast<std::size_t>(s)];
-      const ShardLayer& layer = me.graph[l];
-      if (pare > 0.0) me.pare.cursor -= pare_flags(layer);
-      dphi[static_cast<std::size_t>(s)][l] = adjoint_layer(layer, cs, sn, state, s, pare, &me.pare);
-    });
+    if (flat) {
+      flat->adjoint(l, cs, sn, state, d.data());
+      for (std::size_t s = 0; s < shards_.size(); ++s) dphi[s][l] = d[s];
+    } else {
+      team.each(t, [&](int s) {
+        const Shard& me = shards_[static_cast<std::size_t>(s)];
+        const ShardLayer& layer = me.graph[l];
+        if (pare > 0.0) me.pare.cursor -= pare_flags(layer);
+        dphi[static_cast<std::size_t>(s)][l] = adjoint_layer(layer, cs, sn, state, s, pare, &me.pare);
+      });
+    }
     if (const RemoteLayer& remote = remote_[l]; !remote.empty()) {
       std::vector<double*> at(shards_.size());
       for (std::size_t s = 0; s < shards_.size(); ++s) at[s] = &dphi[s][l];

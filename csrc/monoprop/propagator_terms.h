@@ -125,7 +125,7 @@ MemoryUsage Propagator<A, W, I>::memory() const {
                  shard.flags.bytes() + shard.weights.capacity() * sizeof(shard.weights[0]) +
                  shard.quiet.capacity() * 4 + queries * sizeof(Query);
   }
-  m.graph += layers_.capacity() * sizeof(LayerInfo);
+  m.graph += layers_.capacity() * sizeof(LayerInfo) + flat_.memory();
   for (const RemoteLayer& layer : remote_) m.graph += layer.bytes();
   m.buffers += (ours_.capacity() + theirs_.capacity() + swap_.capacity()) * sizeof(double);
   m.buffers += observable_keys_.key_bytes() + observable_keys_.index_bytes();

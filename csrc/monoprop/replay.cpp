@@ -130,6 +130,86 @@ double adjoint_layer(const ShardLayer& layer, double cs, double sn, double* cons
 
 std::size_t pare_flags(const ShardLayer& layer) { return layer.n_rotations(); }
 
+void FlatGraph::clear() {
+  shards_ = 0;
+  cos_ = {};
+  rotations_ = {};
+  spans_ = {};
+}
+
+void FlatGraph::assign(const std::vector<const Graph*>& graphs) {
+  clear();
+  shards_ = graphs.size();
+  const std::size_t layers = graphs.empty() ? 0 : graphs[0]->size();
+  for (std::size_t l = 0; l < layers; ++l)
+    for (const Graph* graph : graphs) {
+      const ShardLayer& layer = (*graph)[l];
+      for_each_cos(layer, [&](std::uint32_t a) { cos_.push_back(a); });
+      for (const Part& part : layer.parts) {
+        auto none = [](std::uint32_t) {};
+        auto into = [&](bool half) {
+          return [&, half](std::uint32_t a, std::uint32_t b, double s) {
+            rotations_.push_back({a, part.shard, b, static_cast<std::int8_t>(s < 0 ? -1 : 1), half});
+          };
+        };
+        for_each_entry<true>(layer, part.births, none, into(false));
+        for_each_entry<false>(layer, part.pairs, none, into(false));
+        for_each_entry<false>(layer, part.halves, none, into(true));
+      }
+      spans_.push_back({static_cast<std::uint32_t>(cos_.size()), static_cast<std::uint32_t>(rotations_.size())});
+    }
+}
+
+std::size_t FlatGraph::memory() const {
+  return cos_.capacity() * sizeof(std::uint32_t) + rotations_.capacity() * sizeof(Entry) +
+         spans_.capacity() * sizeof(Span);
+}
+
+template <int Stride>
+void FlatGraph::forward(std::size_t l, double cs, double sn, double* const* c) const {
+  Span at = l == 0 ? Span{} : spans_[l * shards_ - 1];
+  for (std::size_t s = 0; s < shards_; ++s) {
+    const Span end = spans_[l * shards_ + s];
+    double* own = c[s];
+    for (; at.cos_end < end.cos_end; ++at.cos_end) own[Stride * std::size_t{cos_[at.cos_end]}] *= cs;
+    for (; at.rotations_end < end.rotations_end; ++at.rotations_end) {
+      const Entry& e = rotations_[at.rotations_end];
+      double& x = own[Stride * std::size_t{e.a}];
+      double& y = c[e.other][Stride * std::size_t{e.b}];
+      if (e.half)
+        receive(x, y, cs, sn, e.sign);
+      else
+        rotate(x, y, cs, sn, e.sign);
+    }
+  }
+}
+template void FlatGraph::forward<1>(std::size_t, double, double, double* const*) const;
+template void FlatGraph::forward<2>(std::size_t, double, double, double* const*) const;
+
+// Each shard's sum in adjoint's order: cos entries and halves into d, pairs
+// and births into d_pairs.
+void FlatGraph::adjoint(std::size_t l, double cs, double sn, double* const* state, double* d_of) const {
+  const double inverse_cs = 1.0 / cs;
+  Span at = l == 0 ? Span{} : spans_[l * shards_ - 1];
+  for (std::size_t s = 0; s < shards_; ++s) {
+    const Span end = spans_[l * shards_ + s];
+    double* own = state[s];
+    double d = 0.0, d_pairs = 0.0;
+    for (; at.cos_end < end.cos_end; ++at.cos_end)
+      d += unscale(own + 2 * std::size_t{cos_[at.cos_end]}, cs, sn, inverse_cs);
+    for (; at.rotations_end < end.rotations_end; ++at.rotations_end) {
+      const Entry& e = rotations_[at.rotations_end];
+      double* x = own + 2 * std::size_t{e.a};
+      double* y = state[e.other] + 2 * std::size_t{e.b};
+      if (e.half)
+        d += rewind_half(x, y, cs, sn, e.sign, inverse_cs);
+      else
+        d_pairs += rewind(x, y, cs, sn, e.sign);
+    }
+    d_of[s] = d + d_pairs;
+  }
+}
+
 DecodedLayer decode(const ShardLayer& layer) {
   DecodedLayer out;
   for_each_cos(layer, [&](std::uint32_t a) { out.cos.push_back(a); });

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "column.h"
 #include "graph.h"
@@ -39,5 +40,42 @@ double adjoint_layer(const ShardLayer& layer, double cs, double sn, double* cons
 
 // Flags a pared forward sweep of `layer` records.
 std::size_t pare_flags(const ShardLayer& layer);
+
+// A small graph spelled out once for replays on the calling thread alone.
+// Inside an optimiser a small graph is replayed thousands of times, and with
+// T shards its layers hold a few entries a shard: opening each shard's
+// sections, layer after layer, then costs more than the arithmetic. The
+// entries here are the sections' own, in the order the sweeps walk them, and
+// each is applied with the same kernel, so the results are bitwise those of
+// forward_layer and adjoint_layer (unpared).
+class FlatGraph {
+ public:
+  // Spells out graphs[s], the layers of shard s, for every shard.
+  void assign(const std::vector<const Graph*>& graphs);
+  void clear();
+  bool empty() const { return spans_.empty(); }
+  std::size_t memory() const;
+
+  // forward_layer and adjoint_layer of layer l for every shard, in ascending
+  // order; adjoint writes shard s's d f / d phi_l to d[s].
+  template <int Stride>
+  void forward(std::size_t l, double cs, double sn, double* const* c) const;
+  void adjoint(std::size_t l, double cs, double sn, double* const* state, double* d) const;
+
+ private:
+  struct Entry {
+    std::uint32_t a, other, b;  // a of this shard, b of shard `other`
+    std::int8_t sign;
+    bool half;  // a half (x rotated, y received), else a pair or a birth
+  };
+  struct Span {
+    std::uint32_t cos_end, rotations_end;  // where shard s's entries of layer l end in cos_ and rotations_
+  };
+
+  std::size_t shards_ = 0;
+  std::vector<std::uint32_t> cos_;
+  std::vector<Entry> rotations_;
+  std::vector<Span> spans_;  // [l * shards + s]
+};
 
 }  // namespace monoprop
