@@ -14,16 +14,20 @@ bool Propagator<A, W, I>::small_replay() const {
 
 // The graph spelled out (FlatGraph) when this replay runs on the calling
 // thread, unpared, on one rank, and the graph is small enough that the copy
-// costs little (at most 2^18 entries, 4 MB); else null.
+// costs little (at most 2^18 entries, 4 MB); else null. A copy of an older
+// graph is dropped here, whether or not a new one is made.
 template <typename A, int W, typename I>
 const FlatGraph* Propagator<A, W, I>::flat_graph(const Team& team, double pare) const {
+  if (flat_generation_ != generation_) {
+    flat_.clear();
+    flat_generation_ = generation_;
+  }
   if (team.size() != 1 || pare > 0.0 || remote_entries_ > 0 || entries_ > (std::size_t{1} << 18) || !small_replay())
     return nullptr;
-  if (flat_.empty() || flat_generation_ != generation_) {
+  if (flat_.empty()) {
     std::vector<const Graph*> graphs;
     for (const Shard& shard : shards_) graphs.push_back(&shard.graph);
     flat_.assign(graphs);
-    flat_generation_ = generation_;
   }
   return &flat_;
 }
