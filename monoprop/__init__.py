@@ -33,7 +33,7 @@ from .pauli import Pauli, PauliOperator
 from .pauli_propagator import PauliPropagator
 from .utils import jordan_wigner_basis_change
 
-# The package version, read from here by the build (pyproject.toml); a constant,
+# The package version, read from here by the build (pyproject.toml, CMakeLists.txt); a constant,
 # so that importing monoprop costs no package-metadata lookup (50 ms, 4 MB).
 __version__ = "0.1.0"
 

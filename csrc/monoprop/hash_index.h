@@ -73,9 +73,11 @@ class HashIndex {
   // Bit e set for each used entry e of the group whose tag is `tag`: the
   // twelve tags compared at once, as the bytes of two words.
   static unsigned matches(const Group& group, std::uint8_t tag) {
+    static_assert(offsetof(Group, tags) == 0 && offsetof(Group, slots) >= 16, "a group starts with 16 tag bytes");
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&group);
     std::uint64_t lo, hi;
-    std::memcpy(&lo, group.tags, 8);
-    std::memcpy(&hi, group.tags + 8, 8);  // tags 8..11, then `used` and spare bytes
+    std::memcpy(&lo, bytes, 8);
+    std::memcpy(&hi, bytes + 8, 8);  // tags 8..11, then `used` and spare bytes
     const std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
     auto zero_bytes = [&](std::uint64_t x) {  // the high bit of each byte of x that is 0
       return (x - ones) & ~x & highs;

@@ -272,7 +272,6 @@ class Propagator final : public MonomialPropagator {
   // Replays (propagator_replay.h).
   bool small_replay() const;
   const FlatGraph* flat_graph(const Team& team, double pare) const;
-  template <int Stride>
   void replay(int t, Team& team, double* const* c, const double* theta, double pare, const std::int32_t* lp) const;
   void replay_all(const std::vector<double>& parameters) const;
   double* spread_adjoint(int s) const;

@@ -33,10 +33,9 @@ const FlatGraph* Propagator<A, W, I>::flat_graph(const Team& team, double pare) 
 }
 
 // Replays every layer forward on the buffers c (c[s] already holds shard s's
-// starting coefficients, `Stride` doubles apart); `lp`, when given, overrides
-// each layer's parameter index (graph order).
+// starting coefficients); `lp`, when given, overrides each layer's parameter
+// index (graph order).
 template <typename A, int W, typename I>
-template <int Stride>
 void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const double* theta, double pare,
                                  const std::int32_t* lp) const {
   if (t == 0) {
@@ -53,15 +52,14 @@ void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const doub
     const double phi = info.frequency * theta[lp ? lp[l] : info.parameter];
     const double cs = std::cos(phi), sn = std::sin(phi);
     if (flat)
-      flat->forward<Stride>(l, cs, sn, c);
+      flat->forward(l, cs, sn, c);
     else
       team.each(t, [&](int s) {
         const Shard& me = shards_[static_cast<std::size_t>(s)];
-        forward_layer<Stride>(me.graph[l], cs, sn, c, s, pare, pare > 0.0 ? &me.pare : nullptr);
+        forward_layer(me.graph[l], cs, sn, c, s, pare, pare > 0.0 ? &me.pare : nullptr);
       });
     if (const RemoteLayer& remote = remote_[l]; !remote.empty())
-      remote_step(t, team, remote, cs, sn, c, Stride, ours_.data() + remote.offset, theirs_.data() + remote.offset,
-                  pare);
+      remote_step(t, team, remote, cs, sn, c, 1, ours_.data() + remote.offset, theirs_.data() + remote.offset, pare);
     team.sync(t);
   }
 }
@@ -76,7 +74,7 @@ void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters) cons
       me.c = me.base;
       c[static_cast<std::size_t>(s)] = me.c.data();
     });
-    replay<1>(t, team, c.data(), parameters.data(), 0.0, nullptr);
+    replay(t, team, c.data(), parameters.data(), 0.0, nullptr);
   });
 }
 
@@ -127,7 +125,7 @@ double Propagator<A, W, I>::expectation_value(const std::vector<double>& paramet
         me.c = me.base;
         c[static_cast<std::size_t>(s)] = me.c.data();
       });
-      replay<1>(t, team, c.data(), parameters.data(), pare, lp);
+      replay(t, team, c.data(), parameters.data(), pare, lp);
       team.each(
           t, [&](int s) { partial[static_cast<std::size_t>(s)] = weighted_sum(s, c[static_cast<std::size_t>(s)], 1); });
     });
@@ -160,7 +158,7 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
         state[static_cast<std::size_t>(s)] = me.state.data();
         dphi[static_cast<std::size_t>(s)].assign(L, 0.0);
       });
-      replay<1>(t, team, state.data(), parameters.data(), pare, lp);
+      replay(t, team, state.data(), parameters.data(), pare, lp);
       team.each(t, [&](int s) {
         partial[static_cast<std::size_t>(s)] = weighted_sum(s, state[static_cast<std::size_t>(s)], 1);
         state[static_cast<std::size_t>(s)] = spread_adjoint(s);

@@ -28,6 +28,21 @@ void for_each_entry(const ShardLayer& layer, const Section& section, Prefetch&& 
   }
 }
 
+// Calls apply(part, a, b, s, half) for every rotating entry of a layer, in
+// the order the sweeps walk them: part by part, births, pairs, then halves.
+template <typename Apply>
+void for_each_rotation(const ShardLayer& layer, Apply&& apply) {
+  auto none = [](std::uint32_t) {};
+  for (const Part& part : layer.parts) {
+    auto as = [&](bool half) {
+      return [&, half](std::uint32_t a, std::uint32_t b, double s) { apply(part, a, b, s, half); };
+    };
+    for_each_entry<true>(layer, part.births, none, as(false));
+    for_each_entry<false>(layer, part.pairs, none, as(false));
+    for_each_entry<false>(layer, part.halves, none, as(true));
+  }
+}
+
 // Walks the cos section: apply(a) for each entry in order.
 template <typename Apply>
 void for_each_cos(const ShardLayer& layer, Apply&& apply) {
@@ -35,16 +50,16 @@ void for_each_cos(const ShardLayer& layer, Apply&& apply) {
   for (std::uint32_t k = 0; k < layer.cos.count; ++k) apply(reader.cos());
 }
 
-template <int Stride, bool Pared>
+template <bool Pared>
 void forward(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare, PareFlags* flags) {
   double* own = c[self];
-  for_each_cos(layer, [&](std::uint32_t a) { own[Stride * std::size_t{a}] *= cs; });
+  for_each_cos(layer, [&](std::uint32_t a) { own[a] *= cs; });
   for (const Part& part : layer.parts) {
     double* other = c[part.shard];
-    auto prefetch = [&](std::uint32_t b) { __builtin_prefetch(&other[Stride * std::size_t{b}]); };
+    auto prefetch = [&](std::uint32_t b) { __builtin_prefetch(&other[b]); };
     auto pair = [&](std::uint32_t a, std::uint32_t b, double s) {
-      double& x = own[Stride * std::size_t{a}];
-      double& y = other[Stride * std::size_t{b}];
+      double& x = own[a];
+      double& y = other[b];
       if constexpr (Pared) {
         const bool cut = pared(pare, sn, x, y);
         flags->flags.push_back(cut);
@@ -57,8 +72,8 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
       rotate(x, y, cs, sn, s);
     };
     auto half = [&](std::uint32_t a, std::uint32_t b, double s) {
-      double& x = own[Stride * std::size_t{a}];
-      double& y = other[Stride * std::size_t{b}];
+      double& x = own[a];
+      double& y = other[b];
       if constexpr (Pared) {
         const bool cut = pared(pare, sn, x, 0.0);
         flags->flags.push_back(cut);
@@ -111,16 +126,13 @@ double adjoint(const ShardLayer& layer, double cs, double sn, double* const* sta
 
 }  // namespace
 
-template <int Stride>
 void forward_layer(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare,
                    PareFlags* flags) {
   if (pare > 0.0)
-    forward<Stride, true>(layer, cs, sn, c, self, pare, flags);
+    forward<true>(layer, cs, sn, c, self, pare, flags);
   else
-    forward<Stride, false>(layer, cs, sn, c, self, 0.0, nullptr);
+    forward<false>(layer, cs, sn, c, self, 0.0, nullptr);
 }
-template void forward_layer<1>(const ShardLayer&, double, double, double* const*, int, double, PareFlags*);
-template void forward_layer<2>(const ShardLayer&, double, double, double* const*, int, double, PareFlags*);
 
 double adjoint_layer(const ShardLayer& layer, double cs, double sn, double* const* state, int self, double pare,
                      PareFlags* flags) {
@@ -145,17 +157,9 @@ void FlatGraph::assign(const std::vector<const Graph*>& graphs) {
     for (const Graph* graph : graphs) {
       const ShardLayer& layer = (*graph)[l];
       for_each_cos(layer, [&](std::uint32_t a) { cos_.push_back(a); });
-      for (const Part& part : layer.parts) {
-        auto none = [](std::uint32_t) {};
-        auto into = [&](bool half) {
-          return [&, half](std::uint32_t a, std::uint32_t b, double s) {
-            rotations_.push_back({a, part.shard, b, static_cast<std::int8_t>(s < 0 ? -1 : 1), half});
-          };
-        };
-        for_each_entry<true>(layer, part.births, none, into(false));
-        for_each_entry<false>(layer, part.pairs, none, into(false));
-        for_each_entry<false>(layer, part.halves, none, into(true));
-      }
+      for_each_rotation(layer, [&](const Part& part, std::uint32_t a, std::uint32_t b, double s, bool half) {
+        rotations_.push_back({a, part.shard, b, static_cast<std::int8_t>(s < 0 ? -1 : 1), half});
+      });
       spans_.push_back({static_cast<std::uint32_t>(cos_.size()), static_cast<std::uint32_t>(rotations_.size())});
     }
 }
@@ -165,17 +169,16 @@ std::size_t FlatGraph::memory() const {
          spans_.capacity() * sizeof(Span);
 }
 
-template <int Stride>
 void FlatGraph::forward(std::size_t l, double cs, double sn, double* const* c) const {
   Span at = l == 0 ? Span{} : spans_[l * shards_ - 1];
   for (std::size_t s = 0; s < shards_; ++s) {
     const Span end = spans_[l * shards_ + s];
     double* own = c[s];
-    for (; at.cos_end < end.cos_end; ++at.cos_end) own[Stride * std::size_t{cos_[at.cos_end]}] *= cs;
+    for (; at.cos_end < end.cos_end; ++at.cos_end) own[cos_[at.cos_end]] *= cs;
     for (; at.rotations_end < end.rotations_end; ++at.rotations_end) {
       const Entry& e = rotations_[at.rotations_end];
-      double& x = own[Stride * std::size_t{e.a}];
-      double& y = c[e.other][Stride * std::size_t{e.b}];
+      double& x = own[e.a];
+      double& y = c[e.other][e.b];
       if (e.half)
         receive(x, y, cs, sn, e.sign);
       else
@@ -183,8 +186,6 @@ void FlatGraph::forward(std::size_t l, double cs, double sn, double* const* c) c
     }
   }
 }
-template void FlatGraph::forward<1>(std::size_t, double, double, double* const*) const;
-template void FlatGraph::forward<2>(std::size_t, double, double, double* const*) const;
 
 // Each shard's sum in adjoint's order: cos entries and halves into d, pairs
 // and births into d_pairs.
@@ -213,17 +214,9 @@ void FlatGraph::adjoint(std::size_t l, double cs, double sn, double* const* stat
 DecodedLayer decode(const ShardLayer& layer) {
   DecodedLayer out;
   for_each_cos(layer, [&](std::uint32_t a) { out.cos.push_back(a); });
-  for (const Part& part : layer.parts) {
-    auto none = [](std::uint32_t) {};
-    auto into = [&](std::vector<DecodedEntry>& list) {
-      return [&list, &part](std::uint32_t a, std::uint32_t b, double s) {
-        list.push_back({a, part.shard, b, s < 0 ? -1 : 1});
-      };
-    };
-    for_each_entry<true>(layer, part.births, none, into(out.pairs));
-    for_each_entry<false>(layer, part.pairs, none, into(out.pairs));
-    for_each_entry<false>(layer, part.halves, none, into(out.halves));
-  }
+  for_each_rotation(layer, [&](const Part& part, std::uint32_t a, std::uint32_t b, double s, bool half) {
+    (half ? out.halves : out.pairs).push_back({a, part.shard, b, s < 0 ? -1 : 1});
+  });
   return out;
 }
 

@@ -2,9 +2,8 @@
 //
 // c[s] (forward) or state[s] (backward) is the coefficient array of shard s
 // of the rank; an entry reaches into the shard its part names. Forward sweeps
-// run on plain arrays (Stride 1) or on the interleaved (c, lambda) states of a
-// value-and-gradient replay (Stride 2, touching c only), so one buffer serves
-// both sweeps.
+// run on plain arrays of coefficients, the reverse sweep on interleaved
+// (c, lambda) states.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +26,6 @@ struct PareFlags {
 // Forward at (cos, sin) = (cs, sn). With pare > 0 an entry whose moved weight
 // |sn| * max|c| is below pare is reduced to its cos scaling (an approximation)
 // and `flags` records it.
-template <int Stride>
 void forward_layer(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare,
                    PareFlags* flags);
 
@@ -58,7 +56,6 @@ class FlatGraph {
 
   // forward_layer and adjoint_layer of layer l for every shard, in ascending
   // order; adjoint writes shard s's d f / d phi_l to d[s].
-  template <int Stride>
   void forward(std::size_t l, double cs, double sn, double* const* c) const;
   void adjoint(std::size_t l, double cs, double sn, double* const* state, double* d) const;
 

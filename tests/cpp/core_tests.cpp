@@ -531,17 +531,19 @@ static void test_replay_against_plain(std::mt19937& rng) {
       return f;
     };
     for (const double pare : {0.0, 0.3}) {
-      std::vector<std::vector<double>> state(shards);
+      std::vector<std::vector<double>> packed = c0, state(shards);
       std::vector<double*> ptr(shards);
       std::vector<PareFlags> flags(shards);
-      for (std::uint32_t s = 0; s < shards; ++s) {
-        for (std::uint32_t i = 0; i < n; ++i) state[s].insert(state[s].end(), {c0[s][i], w[s][i]});
-        ptr[s] = state[s].data();
-      }
+      for (std::uint32_t s = 0; s < shards; ++s) ptr[s] = packed[s].data();
       for (int l = 0; l < L; ++l)
         for (std::uint32_t s = 0; s < shards; ++s)
-          forward_layer<2>(graph[s][l], std::cos(freq[l] * theta[l]), std::sin(freq[l] * theta[l]), ptr.data(),
-                           static_cast<int>(s), pare, &flags[s]);
+          forward_layer(graph[s][l], std::cos(freq[l] * theta[l]), std::sin(freq[l] * theta[l]), ptr.data(),
+                        static_cast<int>(s), pare, &flags[s]);
+      // The reverse sweep's (c, lambda) pairs: the forward sweep's output, and lambda = w.
+      for (std::uint32_t s = 0; s < shards; ++s) {
+        for (std::uint32_t i = 0; i < n; ++i) state[s].insert(state[s].end(), {packed[s][i], w[s][i]});
+        ptr[s] = state[s].data();
+      }
       if (pare == 0.0) {  // the exact sweep matches the plain one
         auto c = c0;
         for (int l = 0; l < L; ++l) plain_forward(plain[l], c, freq[l] * theta[l]);
