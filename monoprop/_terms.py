@@ -1,19 +1,16 @@
-"""Flat-array encoding of monomials shared by the propagators and the core.
+"""Coefficient conventions of the two front-ends, and the Pauli slot decoding.
 
-A list of monomials crosses into ``monoprop._core`` as three arrays: ``slots``
-(all set slot indices, concatenated), ``offsets`` (term ``t`` owns
-``slots[offsets[t]:offsets[t+1]]``) and ``coefficients``.
-
-Majorana front-end: slot ``j`` is ``m_j`` and the core stores the real
-Hermitian-basis coefficient ``h = c / i**C(w,2)`` of ``M_S = i**C(w,2) m_S``
-(API 2.4). Pauli front-end: qubit ``q`` owns slots ``2q`` (X), ``2q+1`` (Y)
-and both (Z); the coefficient is the Pauli coefficient itself.
+Majorana front-end: slot ``j`` is ``m_j``, and the core stores the real coefficient ``h``
+of the Hermitian monomial ``M_S = i**C(w,2) m_S`` (``w`` factors: the reversed product is
+``(-1)**C(w,2)`` times the product, and the phase makes it Hermitian), so a bare
+coefficient ``c`` of ``m_S`` is ``h = c / i**C(w,2)``. Pauli front-end: qubit ``q`` owns
+slots ``2q`` (X), ``2q+1`` (Y) and both (Z); the coefficient is the Pauli coefficient
+itself. How terms cross into the core is :mod:`monoprop.core_arrays`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
 
 import numpy as np
 
@@ -26,22 +23,6 @@ def hermitian_phase_index(lengths: np.ndarray) -> np.ndarray:
     """``C(w, 2) mod 4`` for each length ``w``: ``M_S = i**that * m_S``."""
     lengths = np.asarray(lengths, dtype=np.int64)
     return (lengths * (lengths - 1) // 2) % 4
-
-
-def pack(keys: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(slots, offsets)`` for a sequence of slot tuples."""
-    lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
-    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    slots = np.fromiter(chain.from_iterable(keys), dtype=np.int64, count=int(offsets[-1]))
-    return slots, offsets
-
-
-def unpack(slots: np.ndarray, offsets: np.ndarray) -> list[tuple[int, ...]]:
-    """Inverse of :func:`pack`."""
-    flat = slots.tolist()
-    bounds = offsets.tolist()
-    return [tuple(flat[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def bare_to_hermitian(keys: Sequence[Sequence[int]], coefficients: Sequence[complex]) -> np.ndarray:

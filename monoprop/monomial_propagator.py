@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import copy
 import sys
-import time
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -28,8 +28,8 @@ from ._parameters import (
     optional_atol,
     parameter_list,
 )
-from ._terms import pack, unpack
 from .circuit import Circuit, expand_monomials, validate_parameter_mapping
+from .core_arrays import LayerArrays, TermArrays
 from .exceptions import NumberOfModesInvalidError, StaleFunctionalError
 
 OperatorT = TypeVar("OperatorT")
@@ -115,23 +115,21 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         if not isinstance(cutoff_type, str):
             raise TypeError(f"cutoff_type must be a str; got {cutoff_type!r}.")
         comm_handle = _comm_handle(comm)
-        slots, offsets = pack(keys)
+        initial_operator_arrays = TermArrays.from_keys(keys, h)
         self._initial_state = tuple(state)
         self._engine = _core.Engine(
-            self._family,
-            n,
-            slots,
-            offsets,
-            h,
-            state,
+            family=self._family,
+            num_modes=n,
+            initial_operator=initial_operator_arrays,
+            occupied=state,
             # Both bounds saturate: no term is longer than 2n slots.
-            None
+            schrodinger_slots=None
             if schrodinger_cutoff is None
             else self._schrodinger_slots(min(schrodinger_cutoff, 2 * n)),
-            min(cutoff, _CUTOFF_MAX),
-            cutoff_type,
-            lower,
-            upper,
+            cutoff=min(cutoff, _CUTOFF_MAX),
+            cutoff_type=cutoff_type,
+            lower_atol=lower,
+            upper_atol=upper,
             comm_handle=comm_handle,
         )
         self._comm = comm  # the engine uses its handle: keep the communicator alive
@@ -177,34 +175,36 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         parameters come first in the vector; Schrödinger: after, and last. With a seed
         (``seed_parameters``, the full post-call vector; or the circuit's own parameters on
         the first build) truncation is coefficient-informed, otherwise structural.
-        ``progress=True`` prints the layers done and the terms held to stderr.
+        ``progress=True`` shows a progress bar on stderr: layers done of the circuit's,
+        and the terms held.
         """
         self._check_state_and_width(circuit)
         k = self._check_only_rotate(only_rotate_len_k)
         self._check_family(circuit)
-        spec = self._circuit_arrays(circuit)
+        layers = self._layer_arrays(circuit)
         if seed_parameters is not None:
-            seed: list[float] | None = parameter_list(seed_parameters)
+            seed_values: list[float] | None = parameter_list(seed_parameters)
         elif self._engine.graph_layers == 0 and len(circuit.parameters) > 0:
-            seed = list(circuit.parameters)
+            seed_values = list(circuit.parameters)
         else:
-            seed = None
-        with _progress(self._engine, "build_graph", progress):
-            self._engine.build_graph(*spec, seed, k)
+            seed_values = None
+        with _layer_progress(self._engine, "build_graph", progress):
+            self._engine.build_graph(layers, seed_values, k)
 
     def propagate(
         self, circuit: Circuit, *, only_rotate_len_k: int | None = None, progress: bool = False
     ) -> None:
         """Evolve the operand through ``circuit`` at its bound parameters; records no graph.
 
-        ``progress=True`` prints the layers done and the terms held to stderr.
+        ``progress=True`` shows a progress bar on stderr: layers done of the circuit's,
+        and the terms held.
         """
         k = self._check_only_rotate(only_rotate_len_k)
         self._check_state_and_width(circuit)
         self._check_family(circuit)
-        spec = self._circuit_arrays(circuit)
-        with _progress(self._engine, "propagate", progress):
-            self._engine.propagate(*spec, list(circuit.parameters), k)
+        layers = self._layer_arrays(circuit)
+        with _layer_progress(self._engine, "propagate", progress):
+            self._engine.propagate(layers, list(circuit.parameters), k)
 
     @classmethod
     def from_circuit(cls, circuit: Circuit, initial_operator: Any, **config: Any):
@@ -249,25 +249,28 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             )
         return int(k)
 
-    def _circuit_arrays(self, circuit: Circuit) -> tuple:
+    def _layer_arrays(self, circuit: Circuit) -> LayerArrays:
+        """The circuit as the core takes it: one layer per generator term, in order."""
         gates = list(circuit)
         keys, g, mapping, gate_indices = expand_monomials(
             gates, list(circuit.resolved_mapping), self.num_modes
         )
-        slots, offsets = pack(keys)
         h = self._layer_coefficients(np.asarray(g, dtype=np.float64))
-        return (
-            slots,
-            offsets,
-            h,
-            np.asarray(mapping, dtype=np.int32),
-            np.asarray(gate_indices, dtype=np.int32),
-            circuit.n_parameters,
-            len(gates),
+        return LayerArrays(
+            terms=TermArrays.from_keys(keys, h),
+            parameters=np.asarray(mapping, dtype=np.int32),
+            gates=np.asarray(gate_indices, dtype=np.int32),
+            n_parameters=circuit.n_parameters,
+            n_gates=len(gates),
         )
 
     def _layer_coefficients(self, g: np.ndarray) -> np.ndarray:
-        """Engine coefficient ``h`` of ``exp(+iθ h M)`` from the structural ``g`` (API 2.5)."""
+        """The core's ``h`` in ``exp(+iθ h M)`` for a layer whose generator term has the
+        structural coefficient ``g`` (see :func:`~monoprop.circuit.expand_monomials`).
+
+        Pauli layers use the Pauli coefficient as it is: ``h = g``. The Majorana front-end
+        overrides this.
+        """
         return g
 
     # -- evaluation -------------------------------------------------------------------------
@@ -369,7 +372,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     ) -> np.ndarray:
         """Fold the graph at ``parameters`` into the operand.
 
-        Returns the resulting real Hermitian-basis coefficients (API 2.4), in store order.
+        Returns the resulting real coefficients in store order: for Majorana terms those of
+        the Hermitian monomials ``M_S = i**C(w, 2) m_S`` (``w`` factors), for Pauli terms
+        the Pauli coefficients.
         """
         return self._engine.contract(parameter_list(parameters), bool(inplace))
 
@@ -377,16 +382,15 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         self, parameters: ParameterValues = None, *, atol: float = 1e-12
     ) -> OperatorT:
         """The evolved operator (Heisenberg) or state ``2^n ρ(θ)`` (Schrödinger)."""
-        slots, offsets, h = self._engine.evolved_terms(parameter_list(parameters), float(atol))
-        return self._make_operator(unpack(slots, offsets), h)
+        terms = TermArrays(*self._engine.evolved_terms(parameter_list(parameters), float(atol)))
+        return self._make_operator(terms.keys(), terms.coefficients)
 
     def evolved_operator_coefficients(
         self, terms: Sequence[Any], parameters: ParameterValues = None
     ) -> np.ndarray:
         """Coefficients of the requested terms (0 where absent), in request order."""
         keys = self._term_keys(terms)
-        slots, offsets = pack(keys)
-        h = self._engine.coefficients_of(slots, offsets, parameter_list(parameters))
+        h = self._engine.coefficients_of(TermArrays.from_keys(keys), parameter_list(parameters))
         return self._bare_coefficients(keys, h)
 
     def update_initial_operator(self, new_operator: Any) -> None:
@@ -397,8 +401,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
                 f"the new operator acts on {n} {self._unit}s but the propagator on "
                 f"{self.num_modes}; build it with the propagator's width."
             )
-        slots, offsets = pack(keys)
-        self._engine.update_initial_operator(slots, offsets, h)
+        self._engine.update_initial_operator(TermArrays.from_keys(keys, h))
 
     # -- introspection ----------------------------------------------------------------------
 
@@ -554,32 +557,33 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         )
 
 
-class _progress:
-    """Context that reports an engine's layer progress to stderr, at most twice a second."""
+@contextmanager
+def _layer_progress(engine: Any, what: str, enabled: bool) -> Iterator[None]:
+    """While the block runs, show the engine's progress as one tqdm bar on stderr: layers
+    done of the call's total, and the terms held as a postfix. Nothing when not enabled."""
+    if not enabled:
+        yield
+        return
+    from tqdm import tqdm  # imported only when asked for: importing monoprop stays light
 
-    def __init__(self, engine: Any, what: str, enabled: bool) -> None:
-        self.engine, self.what, self.enabled = engine, what, bool(enabled)
-        self.last = 0.0
+    # The core reports (layers done, layers in the call, terms held); the total is known
+    # only from its first report, so the bar is made then.
+    bar = None
 
-    def __call__(self, done: int, total: int, terms: int) -> None:
-        now = time.monotonic()
-        if done == total or now - self.last >= 0.5:
-            self.last = now
-            end = "\n" if done == total else "\r"
-            print(
-                f"{self.what}: layer {done}/{total}, {terms} terms",
-                end=end,
-                file=sys.stderr,
-                flush=True,
-            )
+    def report(done: int, total: int, terms: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=what, unit="layer", file=sys.stderr, dynamic_ncols=True)
+        bar.set_postfix(terms=terms, refresh=False)
+        bar.update(done - bar.n)
 
-    def __enter__(self) -> None:
-        if self.enabled:
-            self.engine.set_progress(self)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.enabled:
-            self.engine.set_progress(None)
+    engine.set_progress(report)
+    try:
+        yield
+    finally:
+        engine.set_progress(None)
+        if bar is not None:
+            bar.close()
 
 
 def _with_check(functional: Callable, checked_engine: Callable[[], Any]) -> Callable:

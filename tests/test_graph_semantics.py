@@ -226,7 +226,15 @@ def test_progress_is_reported_only_when_asked(capfd):
     assert capfd.readouterr().err == ""
     prop.build_graph(circuit, progress=True)
     err = capfd.readouterr().err
-    assert "build_graph: layer 2/2" in err and "terms" in err
+    # One tqdm bar: its last state shows both layers done and the terms held (4: ZZZ, YZZ
+    # and their images under the second layer).
+    final = err.rstrip("\n").split("\r")[-1]
+    assert final.startswith("build_graph: 100%") and "2/2" in final and "terms=4" in final
+    assert err.count("\n") == 1
+    fresh = PauliPropagator(PauliOperator({"ZZZ": 1.0}, 3), [], cutoff=3)
+    fresh.propagate(Circuit(list(circuit), 3, parameters=[0.1, 0.2]), progress=True)
+    final = capfd.readouterr().err.rstrip("\n").split("\r")[-1]
+    assert final.startswith("propagate: 100%") and "2/2" in final and "terms=4" in final
 
 
 def test_deepcopy_is_independent_and_copy_shares():

@@ -6,6 +6,7 @@
 
 #include <complex>
 
+#include "monoprop/majorana_phase.h"
 #include "monoprop/monomial_propagator.h"
 
 namespace py = pybind11;
@@ -19,19 +20,80 @@ using OffsetArray = py::array_t<std::int64_t, py::array::c_style | py::array::fo
 using RealArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 using IndexArray = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>;
 
-std::vector<Term> to_terms(const SlotArray& slots, const OffsetArray& offsets, const RealArray& coefficients) {
-  const auto s = slots.unchecked<1>();
-  const auto o = offsets.unchecked<1>();
-  const auto c = coefficients.unchecked<1>();
-  if (o.shape(0) < 1 || o.shape(0) != c.shape(0) + 1)
-    throw std::invalid_argument("offsets must have one more entry than coefficients");
+// monoprop.core_arrays.TermArrays, field by field: term t is the product of
+// the generators at slots[offsets[t] .. offsets[t+1]) times coefficients[t].
+struct TermArrays {
+  SlotArray slots;
+  OffsetArray offsets;
+  RealArray coefficients;
+};
+
+// monoprop.core_arrays.LayerArrays: layer l applies exp(+i theta h G) with G, h
+// term l of `terms` and theta = parameter vector[parameters[l]].
+struct LayerArrays {
+  TermArrays terms;
+  IndexArray parameters;
+  IndexArray gates;
+  std::int32_t n_parameters = 0;
+  std::int32_t n_gates = 0;
+};
+
+}  // namespace
+
+// The two structures are Python dataclasses, which check their invariants when
+// constructed; these casters accept only instances of them and read their fields.
+namespace pybind11::detail {
+template <>
+struct type_caster<TermArrays> {
+  PYBIND11_TYPE_CASTER(TermArrays, const_name("monoprop.core_arrays.TermArrays"));
+  bool load(handle src, bool) {
+    if (!isinstance(src, module_::import("monoprop.core_arrays").attr("TermArrays"))) return false;
+    value.slots = src.attr("slots").cast<SlotArray>();
+    value.offsets = src.attr("offsets").cast<OffsetArray>();
+    value.coefficients = src.attr("coefficients").cast<RealArray>();
+    return true;
+  }
+};
+template <>
+struct type_caster<LayerArrays> {
+  PYBIND11_TYPE_CASTER(LayerArrays, const_name("monoprop.core_arrays.LayerArrays"));
+  bool load(handle src, bool) {
+    if (!isinstance(src, module_::import("monoprop.core_arrays").attr("LayerArrays"))) return false;
+    value.terms = src.attr("terms").cast<TermArrays>();
+    value.parameters = src.attr("parameters").cast<IndexArray>();
+    value.gates = src.attr("gates").cast<IndexArray>();
+    value.n_parameters = src.attr("n_parameters").cast<std::int32_t>();
+    value.n_gates = src.attr("n_gates").cast<std::int32_t>();
+    return true;
+  }
+};
+}  // namespace pybind11::detail
+
+namespace {
+
+// The Python side checked these invariants already; this is the backstop that
+// keeps a bad array from reading out of bounds or wrapping a slot.
+std::vector<Term> to_terms(const TermArrays& arrays) {
+  const auto s = arrays.slots.unchecked<1>();
+  const auto o = arrays.offsets.unchecked<1>();
+  const auto c = arrays.coefficients.unchecked<1>();
+  if (o.shape(0) != c.shape(0) + 1)
+    throw std::invalid_argument("offsets has " + std::to_string(o.shape(0)) + " entries but coefficients has " +
+                                std::to_string(c.shape(0)) + "; offsets needs one more.");
+  if (o(0) != 0) throw std::invalid_argument("offsets[0] = " + std::to_string(o(0)) + "; the first term starts at 0.");
+  if (o(c.shape(0)) != s.shape(0))
+    throw std::invalid_argument("offsets[" + std::to_string(c.shape(0)) + "] = " + std::to_string(o(c.shape(0))) +
+                                " but len(slots) = " + std::to_string(s.shape(0)) + ".");
   std::vector<Term> terms(static_cast<std::size_t>(c.shape(0)));
   for (py::ssize_t t = 0; t < c.shape(0); ++t) {
-    if (o(t) < 0 || o(t) > o(t + 1) || o(t + 1) > s.shape(0)) throw std::invalid_argument("bad offsets");
+    if (o(t + 1) < o(t) || o(t + 1) > s.shape(0))
+      throw std::invalid_argument("offsets[" + std::to_string(t + 1) + "] = " + std::to_string(o(t + 1)) +
+                                  " is outside offsets[" + std::to_string(t) + "] = " + std::to_string(o(t)) +
+                                  " .. len(slots) = " + std::to_string(s.shape(0)) + ".");
     for (auto k = o(t); k < o(t + 1); ++k) {
       if (s(k) < 0 || s(k) >= 2 * kMaxNumModes)
-        throw std::invalid_argument("slot " + std::to_string(s(k)) + " is out of range 0.." +
-                                    std::to_string(2 * kMaxNumModes - 1) + ".");
+        throw std::invalid_argument("slots[" + std::to_string(k) + "] = " + std::to_string(s(k)) +
+                                    " is out of range 0.." + std::to_string(2 * kMaxNumModes - 1) + ".");
       terms[t].slots.push_back(static_cast<std::uint32_t>(s(k)));
     }
     terms[t].coefficient = c(t);
@@ -39,19 +101,20 @@ std::vector<Term> to_terms(const SlotArray& slots, const OffsetArray& offsets, c
   return terms;
 }
 
-CircuitSpec to_circuit(const SlotArray& slots, const OffsetArray& offsets, const RealArray& coefficients,
-                       const IndexArray& parameters, const IndexArray& gates, std::int32_t n_parameters,
-                       std::int32_t n_gates) {
+CircuitSpec to_circuit(const LayerArrays& arrays) {
   CircuitSpec circuit;
-  const auto terms = to_terms(slots, offsets, coefficients);
-  const auto p = parameters.unchecked<1>();
-  const auto g = gates.unchecked<1>();
-  if (p.shape(0) != static_cast<py::ssize_t>(terms.size()) || g.shape(0) != p.shape(0))
-    throw std::invalid_argument("one parameter and one gate index per layer");
+  const auto terms = to_terms(arrays.terms);
+  const auto p = arrays.parameters.unchecked<1>();
+  const auto g = arrays.gates.unchecked<1>();
+  const auto n = static_cast<py::ssize_t>(terms.size());
+  if (p.shape(0) != n || g.shape(0) != n)
+    throw std::invalid_argument("parameters has " + std::to_string(p.shape(0)) + " entries and gates " +
+                                std::to_string(g.shape(0)) + " but terms has " + std::to_string(n) +
+                                "; give one per layer.");
   for (std::size_t l = 0; l < terms.size(); ++l)
     circuit.layers.push_back({terms[l].slots, terms[l].coefficient, p(l), g(l)});
-  circuit.n_parameters = n_parameters;
-  circuit.n_gates = n_gates;
+  circuit.n_parameters = arrays.n_parameters;
+  circuit.n_gates = arrays.n_gates;
   return circuit;
 }
 
@@ -87,7 +150,11 @@ CutoffType parse_cutoff_type(const std::string& name) {
   throw std::invalid_argument("Unknown CutoffType string: '" + name + "'. Valid options are: 'length', 'support'.");
 }
 
-int pairs_mod4(std::size_t w) { return static_cast<int>((w * (w - 1) / 2) % 4); }
+Family parse_family(const std::string& name) {
+  if (name == "pauli") return Family::Pauli;
+  if (name == "majorana") return Family::Majorana;
+  throw std::invalid_argument("Unknown family string: '" + name + "'. Valid options are: 'pauli', 'majorana'.");
+}
 
 }  // namespace
 
@@ -117,7 +184,8 @@ PYBIND11_MODULE(_core, m) {
         "the OpenMP default.");
 
   m.def(
-      "is_antihermitian", [](const std::vector<py::object>& indices) { return (indices.size() % 4) >= 2; },
+      "is_antihermitian",
+      [](const std::vector<py::object>& indices) { return is_antihermitian_product(indices.size()); },
       py::arg("indices"),
       R"doc(True iff the bare product of ``len(indices)`` Majoranas is anti-Hermitian (w mod 4 in {2, 3}).
 
@@ -127,11 +195,7 @@ PYBIND11_MODULE(_core, m) {
 )doc");
   m.def(
       "antihermitian_generator_correction",
-      [](const std::vector<py::object>& indices) {
-        static const std::complex<double> powers[4] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
-        const std::size_t w = indices.size();
-        return powers[(pairs_mod4(w) + 1) % 4];
-      },
+      [](const std::vector<py::object>& indices) { return antihermitian_generator_correction(indices.size()); },
       py::arg("indices"),
       R"doc(``i ** (C(w, 2) + 1)`` for ``w = len(indices)``.
 
@@ -141,15 +205,14 @@ PYBIND11_MODULE(_core, m) {
 )doc");
 
   py::class_<MonomialPropagator> cls(m, "Engine", "One propagator's compiled state (internal).");
-  cls.def(py::init([](const std::string& family, int num_modes, const SlotArray& slots, const OffsetArray& offsets,
-                      const RealArray& coefficients, std::vector<int> occupied, std::optional<int> schrodinger_slots,
-                      std::int64_t cutoff, const std::string& cutoff_type, std::optional<double> lower,
-                      std::optional<double> upper, std::optional<BasisChange> basis_change,
-                      std::optional<std::uintptr_t> comm_handle) {
+  cls.def(py::init([](const std::string& family, int num_modes, const TermArrays& initial_operator,
+                      std::vector<int> occupied, std::optional<int> schrodinger_slots, std::int64_t cutoff,
+                      const std::string& cutoff_type, std::optional<double> lower, std::optional<double> upper,
+                      std::optional<BasisChange> basis_change, std::optional<std::uintptr_t> comm_handle) {
             Config config;
-            config.family = family == "pauli" ? Family::Pauli : Family::Majorana;
+            config.family = parse_family(family);
             config.num_modes = num_modes;
-            config.initial_operator = to_terms(slots, offsets, coefficients);
+            config.initial_operator = to_terms(initial_operator);
             config.occupied = std::move(occupied);
             config.schrodinger_cutoff = schrodinger_slots;
             config.truncation = {cutoff, parse_cutoff_type(cutoff_type), lower, upper};
@@ -157,32 +220,44 @@ PYBIND11_MODULE(_core, m) {
             if (comm_handle) config.comm = mpi::Comm::from_handle(reinterpret_cast<const void*>(*comm_handle));
             return make_propagator(std::move(config), basis_change.value_or(BasisChange{}));
           }),
-          py::arg("family"), py::arg("num_modes"), py::arg("slots"), py::arg("offsets"), py::arg("coefficients"),
-          py::arg("occupied"), py::arg("schrodinger_slots"), py::arg("cutoff"), py::arg("cutoff_type"),
-          py::arg("lower_atol"), py::arg("upper_atol"), py::arg("basis_change") = py::none(),
-          py::arg("comm_handle") = py::none());
+          py::kw_only(), py::arg("family"), py::arg("num_modes"), py::arg("initial_operator"), py::arg("occupied"),
+          py::arg("schrodinger_slots"), py::arg("cutoff"), py::arg("cutoff_type"), py::arg("lower_atol"),
+          py::arg("upper_atol"), py::arg("basis_change") = py::none(), py::arg("comm_handle") = py::none(),
+          R"doc(A propagator of ``initial_operator`` on ``num_modes`` modes (or qubits, for
+``family="pauli"``) from the product state with ``occupied`` modes set.
+
+``schrodinger_slots`` (None: Heisenberg picture) bounds the Schrodinger state's terms in
+slots; ``cutoff`` and ``cutoff_type`` ("length" or "support") bound new terms, and
+``lower_atol`` and ``upper_atol`` steer truncation by coefficient. ``comm_handle`` is the
+address of an mpi4py communicator's MPI_Comm.)doc");
 
   cls.def_property_readonly("comm_rank", [](const MonomialPropagator& self) { return self.config().comm.rank(); });
   cls.def_property_readonly("comm_size", [](const MonomialPropagator& self) { return self.config().comm.size(); });
   cls.def_property_readonly("exchanged_bytes",
                             [](const MonomialPropagator& self) { return self.config().comm.bytes_sent(); });
-  cls.def("clone", &MonomialPropagator::clone_, py::call_guard<py::gil_scoped_release>());
-  cls.def("propagate", [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
-                          const RealArray& coefficients, const IndexArray& parameters, const IndexArray& gates,
-                          std::int32_t n_parameters, std::int32_t n_gates, const std::vector<double>& values,
-                          std::optional<int> k) {
-    const CircuitSpec circuit = to_circuit(slots, offsets, coefficients, parameters, gates, n_parameters, n_gates);
-    py::gil_scoped_release release;
-    self.propagate(circuit, values, k);
-  });
-  cls.def("build_graph", [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
-                            const RealArray& coefficients, const IndexArray& parameters, const IndexArray& gates,
-                            std::int32_t n_parameters, std::int32_t n_gates,
-                            const std::optional<std::vector<double>>& seed, std::optional<int> k) {
-    const CircuitSpec circuit = to_circuit(slots, offsets, coefficients, parameters, gates, n_parameters, n_gates);
-    py::gil_scoped_release release;
-    self.build_graph(circuit, seed, k);
-  });
+  cls.def("clone", &MonomialPropagator::clone_, py::call_guard<py::gil_scoped_release>(),
+          "An independent deep copy of the compiled state.");
+  cls.def(
+      "propagate",
+      [](MonomialPropagator& self, const LayerArrays& layers, const std::vector<double>& parameters,
+         std::optional<int> only_rotate_len_k) {
+        const CircuitSpec circuit = to_circuit(layers);
+        py::gil_scoped_release release;
+        self.propagate(circuit, parameters, only_rotate_len_k);
+      },
+      py::arg("layers"), py::arg("parameters"), py::arg("only_rotate_len_k") = py::none(),
+      "Evolve the operand through ``layers`` at the circuit's ``parameters``; records no graph.");
+  cls.def(
+      "build_graph",
+      [](MonomialPropagator& self, const LayerArrays& layers, const std::optional<std::vector<double>>& seed,
+         std::optional<int> only_rotate_len_k) {
+        const CircuitSpec circuit = to_circuit(layers);
+        py::gil_scoped_release release;
+        self.build_graph(circuit, seed, only_rotate_len_k);
+      },
+      py::arg("layers"), py::arg("seed_parameters") = py::none(), py::arg("only_rotate_len_k") = py::none(),
+      "Append ``layers`` to the graph; with ``seed_parameters`` (the full parameter vector after the call) "
+      "truncation is coefficient-informed, else structural.");
   cls.def(
       "expectation_value",
       [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
@@ -204,59 +279,77 @@ PYBIND11_MODULE(_core, m) {
         return py::make_tuple(f, to_numpy(std::move(grad)));
       },
       py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none());
-  cls.def("contract", [](MonomialPropagator& self, const std::vector<double>& theta, bool inplace) {
-    std::vector<double> c;
-    {
-      py::gil_scoped_release release;
-      c = self.contract(theta, inplace);
-    }
-    return to_numpy(std::move(c));
-  });
-  cls.def("evolved_terms", [](const MonomialPropagator& self, const std::vector<double>& theta, double atol) {
-    TermList t;
-    {
-      py::gil_scoped_release release;
-      t = self.evolved_terms(theta, atol);
-    }
-    py::array_t<std::uint32_t> slots(static_cast<py::ssize_t>(t.slots.size()), t.slots.data());
-    py::array_t<std::uint64_t> offsets(static_cast<py::ssize_t>(t.offsets.size()), t.offsets.data());
-    return py::make_tuple(slots, offsets, to_numpy(std::move(t.coefficients)));
-  });
-  cls.def("coefficients_of", [](const MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
-                                const std::vector<double>& theta) {
-    RealArray zeros(offsets.size() - 1);
-    std::fill(zeros.mutable_data(), zeros.mutable_data() + zeros.size(), 0.0);
-    const std::vector<Term> terms = to_terms(slots, offsets, zeros);
-    std::vector<double> out;
-    {
-      py::gil_scoped_release release;
-      out = self.coefficients_of(terms, theta);
-    }
-    return to_numpy(std::move(out));
-  });
-  // Returns this rank's share of the update: how many of the terms its shards hold.
-  cls.def("update_initial_operator", [](MonomialPropagator& self, const SlotArray& slots, const OffsetArray& offsets,
-                                        const RealArray& coefficients) {
-    const std::vector<Term> terms = to_terms(slots, offsets, coefficients);
-    py::gil_scoped_release release;
-    return self.update_initial_operator(terms);
-  });
-  cls.def("size", &MonomialPropagator::size);
+  cls.def(
+      "contract",
+      [](MonomialPropagator& self, const std::vector<double>& parameters, bool inplace) {
+        std::vector<double> c;
+        {
+          py::gil_scoped_release release;
+          c = self.contract(parameters, inplace);
+        }
+        return to_numpy(std::move(c));
+      },
+      py::arg("parameters"), py::arg("inplace"),
+      "Fold the graph at ``parameters`` into the operand; returns the coefficients in store order.");
+  cls.def(
+      "evolved_terms",
+      [](const MonomialPropagator& self, const std::vector<double>& parameters, double atol) {
+        TermList t;
+        {
+          py::gil_scoped_release release;
+          t = self.evolved_terms(parameters, atol);
+        }
+        py::array_t<std::uint32_t> slots(static_cast<py::ssize_t>(t.slots.size()), t.slots.data());
+        py::array_t<std::uint64_t> offsets(static_cast<py::ssize_t>(t.offsets.size()), t.offsets.data());
+        return py::make_tuple(slots, offsets, to_numpy(std::move(t.coefficients)));
+      },
+      py::arg("parameters"), py::arg("atol"),
+      "``(slots, offsets, coefficients)`` of the evolved terms above ``atol``, in the layout of "
+      "monoprop.core_arrays.TermArrays.");
+  cls.def(
+      "coefficients_of",
+      [](const MonomialPropagator& self, const TermArrays& terms, const std::vector<double>& parameters) {
+        const std::vector<Term> wanted = to_terms(terms);
+        std::vector<double> out;
+        {
+          py::gil_scoped_release release;
+          out = self.coefficients_of(wanted, parameters);
+        }
+        return to_numpy(std::move(out));
+      },
+      py::arg("terms"), py::arg("parameters"),
+      "The evolved coefficients of ``terms`` (their own coefficients are ignored), 0 where absent.");
+  cls.def(
+      "update_initial_operator",
+      [](MonomialPropagator& self, const TermArrays& terms) {
+        const std::vector<Term> update = to_terms(terms);
+        py::gil_scoped_release release;
+        return self.update_initial_operator(update);
+      },
+      py::arg("terms"),
+      "Replace the initial operator's coefficients; returns this rank's share of the update: how many of the "
+      "terms its shards hold.");
+  cls.def("size", &MonomialPropagator::size, "Terms held by this rank.");
   cls.def_property_readonly("valid", &MonomialPropagator::valid);
-  cls.def("check_valid", &MonomialPropagator::check_valid);
+  cls.def("check_valid", &MonomialPropagator::check_valid, "Raise InvalidPropagatorError once invalid.");
   cls.def("_inject_fault", &MonomialPropagator::inject_fault, py::arg("where"));
   cls.def("_set_small_work", &MonomialPropagator::set_small_work, py::arg("entries"));
-  cls.def("set_progress", [](MonomialPropagator& self, py::object callback) {
-    if (callback.is_none()) return self.set_progress(nullptr);
-    // Called from the core with the GIL released; take it back for Python.
-    self.set_progress([callback](std::size_t done, std::size_t total, std::size_t terms) {
-      py::gil_scoped_acquire acquire;
-      callback(done, total, terms);
-    });
-  });
+  cls.def(
+      "set_progress",
+      [](MonomialPropagator& self, py::object callback) {
+        if (callback.is_none()) return self.set_progress(nullptr);
+        // Called from the core with the GIL released; take it back for Python.
+        self.set_progress([callback](std::size_t done, std::size_t total, std::size_t terms) {
+          py::gil_scoped_acquire acquire;
+          callback(done, total, terms);
+        });
+      },
+      py::arg("callback"),
+      "Call ``callback(layers_done, layers_total, terms_held)`` during long operations; None stops it.");
   cls.def("graph_size", &MonomialPropagator::graph_size);
-  // Every member refuses once the propagator is invalid (seed: "Failed operations");
-  // the core checks its own accessors, these two read plain configuration.
+  // Every member refuses once the propagator is invalid: a failed operation
+  // leaves the state unknown, so nothing may read it. The core checks its own
+  // accessors; the properties below that read plain configuration check here.
   cls.def_property_readonly("graph_layers", &MonomialPropagator::graph_layers);
   cls.def_property_readonly("n_parameters", &MonomialPropagator::n_parameters);
   cls.def_property_readonly("n_gates", &MonomialPropagator::n_gates);
@@ -339,7 +432,7 @@ PYBIND11_MODULE(_core, m) {
   });
   cls.def("parameter_mapping", &MonomialPropagator::parameter_mapping);
   cls.def("layer_gates", &MonomialPropagator::layer_gates);
-  cls.def("set_parameter_mapping", &MonomialPropagator::set_parameter_mapping);
+  cls.def("set_parameter_mapping", &MonomialPropagator::set_parameter_mapping, py::arg("mapping"));
   cls.def("memory", [](const MonomialPropagator& self) {
     const MemoryUsage u = self.memory();
     py::dict d;

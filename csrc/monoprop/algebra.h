@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "majorana_phase.h"
 #include "monomial.h"
 
 namespace monoprop {
@@ -111,7 +112,7 @@ struct MajoranaAlgebra {
   }
 
  private:
-  static int pairs(int w) { return (w * (w - 1) / 2) & 3; }
+  static int pairs(int w) { return hermitian_phase_power(static_cast<std::uint64_t>(w)); }
 };
 
 // Pauli strings in the slot encoding of monomial.h.

@@ -1,5 +1,6 @@
-// Graph entries whose two terms live on different ranks (seed: "Rank
-// routing"). Both ranks record such an entry, each with its own term, in
+// Graph entries whose two terms live on different ranks: a gate pairs a term
+// a with its partner a xor G, and routing (routing.h) may place the two on
+// different ranks. Both ranks record such an entry, each with its own term, in
 // the same canonical order: for ranks r < p, first the entries r asked p
 // about (in r's asking order), then those p asked r about. A replay then
 // needs no indices from the other side: each rank sends the inputs of its

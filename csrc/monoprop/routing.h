@@ -1,4 +1,5 @@
-// Which rank and which shard own a monomial (seed: "Rank routing").
+// Which rank and which shard own a monomial: every rank must find a term's
+// owner, and a gate's partner lookups should reach few ranks.
 //
 // Linear routing (the default): a GF(2)-linear hash h(M), the xor of basis
 // vectors v_i over the set slots i of M, keeps its low d = log2 R bits as the
