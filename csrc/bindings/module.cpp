@@ -265,7 +265,9 @@ address of an mpi4py communicator's MPI_Comm.)doc");
         return self.expectation_value(theta, pare, mapping ? &*mapping : nullptr);
       },
       py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none(),
-      py::call_guard<py::gil_scoped_release>());
+      py::call_guard<py::gil_scoped_release>(),
+      "Replay the graph at ``parameters`` (per-layer indices from ``mapping`` if given), dropping "
+      "contributions below ``pare``.");
   cls.def(
       "expectation_value_and_gradient",
       [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
@@ -278,7 +280,8 @@ address of an mpi4py communicator's MPI_Comm.)doc");
         }
         return py::make_tuple(f, to_numpy(std::move(grad)));
       },
-      py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none());
+      py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none(),
+      "Value and gradient from one forward and one reverse sweep of the graph.");
   cls.def(
       "contract",
       [](MonomialPropagator& self, const std::vector<double>& parameters, bool inplace) {
@@ -445,14 +448,19 @@ address of an mpi4py communicator's MPI_Comm.)doc");
   // truncation() refuses once the propagator is invalid.
   cls.def_property(
       "cutoff", [](MonomialPropagator& self) { return self.truncation().cutoff; },
-      [](MonomialPropagator& self, std::int64_t v) { self.truncation().cutoff = v; });
+      py::cpp_function([](MonomialPropagator& self, std::int64_t v) { self.truncation().cutoff = v; }, py::arg("self"),
+                       py::arg("value")));
   cls.def_property(
       "cutoff_type", [](MonomialPropagator& self) { return cutoff_type_name(self.truncation().type); },
-      [](MonomialPropagator& self, const std::string& v) { self.truncation().type = parse_cutoff_type(v); });
+      py::cpp_function(
+          [](MonomialPropagator& self, const std::string& v) { self.truncation().type = parse_cutoff_type(v); },
+          py::arg("self"), py::arg("value")));
   cls.def_property(
       "lower_atol", [](MonomialPropagator& self) { return self.truncation().lower_atol; },
-      [](MonomialPropagator& self, std::optional<double> v) { self.truncation().lower_atol = v; });
+      py::cpp_function([](MonomialPropagator& self, std::optional<double> v) { self.truncation().lower_atol = v; },
+                       py::arg("self"), py::arg("value")));
   cls.def_property(
       "upper_atol", [](MonomialPropagator& self) { return self.truncation().upper_atol; },
-      [](MonomialPropagator& self, std::optional<double> v) { self.truncation().upper_atol = v; });
+      py::cpp_function([](MonomialPropagator& self, std::optional<double> v) { self.truncation().upper_atol = v; },
+                       py::arg("self"), py::arg("value")));
 }

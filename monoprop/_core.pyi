@@ -1,0 +1,176 @@
+"""
+monoprop's compiled propagation core.
+"""
+from __future__ import annotations
+import collections.abc
+import monoprop.core_arrays
+import numpy
+import numpy.typing
+import typing
+__all__: list[str] = ['Engine', 'MAX_NUM_MODES', 'antihermitian_generator_correction', 'has_mpi', 'is_antihermitian', 'mpi_library_version', 'thread_budget_from_environment']
+class Engine:
+    """
+    One propagator's compiled state (internal).
+    """
+    cutoff_type: str
+    def __init__(self, *, family: str, num_modes: typing.SupportsInt | typing.SupportsIndex, initial_operator: monoprop.core_arrays.TermArrays, occupied: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], schrodinger_slots: typing.SupportsInt | typing.SupportsIndex | None, cutoff: typing.SupportsInt | typing.SupportsIndex, cutoff_type: str, lower_atol: typing.SupportsFloat | typing.SupportsIndex | None, upper_atol: typing.SupportsFloat | typing.SupportsIndex | None, basis_change: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]] | None = None, comm_handle: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
+        """
+        A propagator of ``initial_operator`` on ``num_modes`` modes (or qubits, for
+        ``family="pauli"``) from the product state with ``occupied`` modes set.
+        
+        ``schrodinger_slots`` (None: Heisenberg picture) bounds the Schrodinger state's terms in
+        slots; ``cutoff`` and ``cutoff_type`` ("length" or "support") bound new terms, and
+        ``lower_atol`` and ``upper_atol`` steer truncation by coefficient. ``comm_handle`` is the
+        address of an mpi4py communicator's MPI_Comm.
+        """
+    def _inject_fault(self, where: str) -> None:
+        ...
+    def _set_small_work(self, entries: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def build_graph(self, layers: monoprop.core_arrays.LayerArrays, seed_parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] | None = None, only_rotate_len_k: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
+        """
+        Append ``layers`` to the graph; with ``seed_parameters`` (the full parameter vector after the call) truncation is coefficient-informed, else structural.
+        """
+    def check_valid(self) -> None:
+        """
+        Raise InvalidPropagatorError once invalid.
+        """
+    def clone(self) -> Engine:
+        """
+        An independent deep copy of the compiled state.
+        """
+    def coefficients_of(self, terms: monoprop.core_arrays.TermArrays, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> numpy.typing.NDArray[numpy.float64]:
+        """
+        The evolved coefficients of ``terms`` (their own coefficients are ignored), 0 where absent.
+        """
+    def contract(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], inplace: bool) -> numpy.typing.NDArray[numpy.float64]:
+        """
+        Fold the graph at ``parameters`` into the operand; returns the coefficients in store order.
+        """
+    def evolved_terms(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], atol: typing.SupportsFloat | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.uint32], numpy.typing.NDArray[numpy.uint64], numpy.typing.NDArray[numpy.float64]]:
+        """
+        ``(slots, offsets, coefficients)`` of the evolved terms above ``atol``, in the layout of monoprop.core_arrays.TermArrays.
+        """
+    def expectation_value(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], pare: typing.SupportsFloat | typing.SupportsIndex = 0.0, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None) -> float:
+        """
+        Replay the graph at ``parameters`` (per-layer indices from ``mapping`` if given), dropping contributions below ``pare``.
+        """
+    def expectation_value_and_gradient(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], pare: typing.SupportsFloat | typing.SupportsIndex = 0.0, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None) -> tuple[float, numpy.typing.NDArray[numpy.float64]]:
+        """
+        Value and gradient from one forward and one reverse sweep of the graph.
+        """
+    def graph(self) -> list:
+        ...
+    def graph_data(self) -> dict:
+        ...
+    def graph_size(self) -> tuple[int, int]:
+        ...
+    def indexing(self) -> dict:
+        ...
+    def layer_gates(self) -> list[int]:
+        ...
+    def memory(self) -> dict:
+        ...
+    def mp_op(self) -> dict:
+        ...
+    def parameter_mapping(self) -> list[int]:
+        ...
+    def propagate(self, layers: monoprop.core_arrays.LayerArrays, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], only_rotate_len_k: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
+        """
+        Evolve the operand through ``layers`` at the circuit's ``parameters``; records no graph.
+        """
+    def set_parameter_mapping(self, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        ...
+    def set_progress(self, callback: typing.Any) -> None:
+        """
+        Call ``callback(layers_done, layers_total, terms_held)`` during long operations; None stops it.
+        """
+    def size(self) -> int:
+        """
+        Terms held by this rank.
+        """
+    def update_initial_operator(self, terms: monoprop.core_arrays.TermArrays) -> int:
+        """
+        Replace the initial operator's coefficients; returns this rank's share of the update: how many of the terms its shards hold.
+        """
+    @property
+    def basis_change(self) -> list[list[int]]:
+        ...
+    @property
+    def comm_rank(self) -> int:
+        ...
+    @property
+    def comm_size(self) -> int:
+        ...
+    @property
+    def cutoff(self) -> int:
+        ...
+    @cutoff.setter
+    def cutoff(self, value: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def exchanged_bytes(self) -> int:
+        ...
+    @property
+    def generation(self) -> int:
+        ...
+    @property
+    def graph_layers(self) -> int:
+        ...
+    @property
+    def lower_atol(self) -> float | None:
+        ...
+    @lower_atol.setter
+    def lower_atol(self, value: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+        ...
+    @property
+    def n_gates(self) -> int:
+        ...
+    @property
+    def n_parameters(self) -> int:
+        ...
+    @property
+    def num_modes(self) -> int:
+        ...
+    @property
+    def num_threads(self) -> int:
+        ...
+    @property
+    def schrodinger(self) -> bool:
+        ...
+    @property
+    def upper_atol(self) -> float | None:
+        ...
+    @upper_atol.setter
+    def upper_atol(self, value: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+        ...
+    @property
+    def valid(self) -> bool:
+        ...
+def antihermitian_generator_correction(indices: collections.abc.Sequence[typing.Any]) -> complex:
+    """
+    ``i ** (C(w, 2) + 1)`` for ``w = len(indices)``.
+    
+    >>> from monoprop import antihermitian_generator_correction
+    >>> antihermitian_generator_correction([0, 1])
+    (-1+0j)
+    """
+def is_antihermitian(indices: collections.abc.Sequence[typing.Any]) -> bool:
+    """
+    True iff the bare product of ``len(indices)`` Majoranas is anti-Hermitian (w mod 4 in {2, 3}).
+    
+    >>> from monoprop import is_antihermitian
+    >>> is_antihermitian([0, 1]), is_antihermitian([0, 1, 2, 3])
+    (True, False)
+    """
+def mpi_library_version() -> str:
+    """
+    The MPI library this build links (empty without MPI), to compare with mpi4py's.
+    """
+def thread_budget_from_environment() -> int:
+    """
+    The thread budget a propagator constructed now would take: monoprop_NUM_THREADS, parsed strictly, else the OpenMP default.
+    """
+MAX_NUM_MODES: int = 1024
+__build_type__: str = 'Release'
+has_mpi: bool = False
