@@ -1,5 +1,6 @@
-// pybind11 module monoprop._core: translates numpy arrays to the core's
-// types and back, nothing else.
+// pybind11 module monoprop._core: translates Python values (numpy arrays and
+// the monoprop.core_arrays structures) to the core's types and back, nothing
+// else; the algebra lives in the core (csrc/monoprop).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
