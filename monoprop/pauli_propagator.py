@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ._terms import slots_to_pauli
 from .circuit import Circuit
+from .encoding import pauli_slots, slots_to_pauli
 from .monomial_propagator import MonomialPropagator
 from .pauli import Pauli, PauliOperator
 
@@ -69,21 +69,18 @@ class PauliPropagator(MonomialPropagator[PauliOperator]):
         return PauliOperator(terms, self.num_modes)
 
     def _term_keys(self, terms: Sequence[Any]) -> list[tuple[int, ...]]:
-        slots_of = {"X": (0,), "Y": (1,), "Z": (0, 1)}
         keys = []
         for term in terms:
             if not isinstance(term, Pauli):
                 raise TypeError(
                     f"terms must be Pauli objects; got {term!r} ({type(term).__name__})."
                 )
-            key: list[int] = []
-            for letter, qubit in zip(term.string, term.qubits, strict=True):
-                if qubit >= self.num_modes:
-                    raise RuntimeError(
-                        f"Pauli index {qubit} is out of range; must be less than {self.num_modes}."
-                    )
-                key.extend(2 * qubit + s for s in slots_of[letter])
-            keys.append(tuple(sorted(key)))
+            outside = [qubit for qubit in term.qubits if qubit >= self.num_modes]
+            if outside:
+                raise RuntimeError(
+                    f"Pauli index {outside[0]} is out of range; must be less than {self.num_modes}."
+                )
+            keys.append(pauli_slots(term.string, term.qubits))
         return keys
 
     def _bare_coefficients(self, keys, h) -> np.ndarray:
