@@ -42,7 +42,7 @@ class Guard:
         self.propagator = propagator
         self.pare_threshold = pare_threshold
         self.rebuild = rebuild
-        self.takes_seed = rebuild is not None and _accepts_one_argument(rebuild)
+        self.takes_seed_parameters = rebuild is not None and _accepts_one_argument(rebuild)
         self.refreshes = 0
         self.rebuilds = 0
         self._functionals: dict[bool, Callable] = {}
@@ -81,7 +81,7 @@ class Guard:
         """A new propagator from ``rebuild``, seeded at ``x`` when it takes a seed."""
         if self.rebuild is None:
             raise ValueError("no rebuild= callable was given; pass one to rebuild or reseed.")
-        propagator = self.rebuild(np.array(x)) if self.takes_seed else self.rebuild()
+        propagator = self.rebuild(np.array(x)) if self.takes_seed_parameters else self.rebuild()
         self.rebuilds += 1
         if not isinstance(propagator, MonomialPropagator):
             raise TypeError(

@@ -136,7 +136,7 @@ class Objective:
         """Replace the propagator by ``rebuild(x)``: its graph truncated with coefficients
         at ``x``. Needs a ``rebuild`` that takes the seed."""
         x = _point(x)
-        if not self._guard.takes_seed:
+        if not self._guard.takes_seed_parameters:
             raise ValueError(
                 "reseeding needs rebuild=f with f(seed_parameters) returning a new propagator "
                 "whose graph was built with build_graph(circuit, seed_parameters=seed)."
