@@ -61,9 +61,9 @@ def make_problem(trial, hamiltonian: PauliOperator, ground: float, comm) -> tupl
     maxiter = trial.suggest_int("maxiter", 50, 300, step=50)
     circuit = ansatz(n, layers)
 
-    def propagator(seed: np.ndarray) -> PauliPropagator:
+    def propagator(seed_parameters: np.ndarray) -> PauliPropagator:
         prop = PauliPropagator(hamiltonian, [], cutoff=max_weight, lower_atol=lower_atol, comm=comm)
-        prop.build_graph(circuit, seed_parameters=seed)
+        prop.build_graph(circuit, seed_parameters=seed_parameters)
         return prop
 
     def check(intermediate_result) -> None:

@@ -18,6 +18,7 @@ from ._core import (
     is_antihermitian,
 )
 from .circuit import Circuit, ExpGate, expand_monomials, validate_parameter_mapping
+from .encoding import jordan_wigner_basis_change
 from .exceptions import (
     InvalidPropagatorError,
     MultiShardUnsupported,
@@ -31,7 +32,6 @@ from .majorana_propagator import MajoranaPropagator
 from .monomial_propagator import MonomialPropagator
 from .pauli import Pauli, PauliOperator
 from .pauli_propagator import PauliPropagator
-from .utils import jordan_wigner_basis_change
 
 # The package version, read from here by the build (pyproject.toml, CMakeLists.txt); a constant,
 # so that importing monoprop costs no package-metadata lookup (50 ms, 4 MB).

@@ -9,13 +9,16 @@ Parameter sharing has exactly one mechanism: the gate's ``index`` (its slot in t
 vector). Gates that share an index share one angle.
 
 The engine consumes circuits as flat per-layer lists (``expand_monomials``): one layer per
-generator term, with a *structural* coefficient ``g`` (API §2.5). For a Majorana monomial of
-weight ``w`` with Hermitian bare coefficient ``c``::
+generator term, each a slot set (:mod:`monoprop.encoding`) with a real *structural*
+coefficient ``g``. With ``M_S = i**C(w, 2) m_S`` the Hermitian form of the bare product ``m_S``
+of ``w = |S|`` Majoranas, a Majorana layer ``(S, g)`` is the generator term ``c m_S = -g M_S``,
+i.e. the gate ``exp(-i θ g M_S)``::
 
     g = -c / i**C(w, 2)        equivalently        c = -g * i**C(w, 2)
 
 e.g. ``c = 1j`` on ``(4, 5)`` is ``g = -1``; ``c = 0.7`` on ``(0, 1, 2, 3)`` is ``g = 0.7``.
-Pauli generators use their real Pauli coefficients unchanged.
+``g`` is real exactly when the term is Hermitian. Pauli generators use their real Pauli
+coefficients unchanged.
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
-from .conversion_utils import hermitian_phase
+from .encoding import HERMITIAN_ATOL, hermitian_phase, pauli_slots
 from .majorana import Majorana, MajoranaOperator
 from .pauli import PauliOperator
-from .utils import _validate_system_size
+from .validation import check_system_size
 
 __all__ = [
     "CircuitFamily",
@@ -39,9 +42,6 @@ __all__ = [
 
 GateFamily = Literal["pauli", "majorana"]
 CircuitFamily = Literal["pauli", "majorana", "empty"]
-
-# A structural coefficient must be real; this is how far off a Hermitian one may be.
-_HERMITIAN_TOL = 1e-9
 
 
 class ExpGate:
@@ -96,7 +96,8 @@ class ExpGate:
 
     @classmethod
     def _structural_gate(cls, generator: MajoranaOperator, index: int | None) -> ExpGate:
-        """A gate whose Majorana coefficients are already structural ``g`` values (§2.5)."""
+        """A gate whose Majorana coefficients are already structural ``g`` values, taken as
+        they are (see the module docstring), not converted from Hermitian coefficients."""
         return cls(generator, index, _structural=True)
 
     def __eq__(self, other: object) -> bool:
@@ -172,7 +173,7 @@ class Circuit:
         parameters: Iterable[float] = (),
         initial_state: Iterable[int] | None = None,
     ) -> None:
-        self.system_size: int = _validate_system_size(system_size, argument_name="system_size")
+        self.system_size: int = check_system_size(system_size, argument_name="system_size")
         gates = list(gates)
         _check_gates(gates, self.system_size)
         self.parameters: tuple[float, ...] = tuple(float(p) for p in parameters)
@@ -301,7 +302,8 @@ class Circuit:
     ) -> Circuit:
         """Build a Majorana circuit from the "wire" format: parallel per-monomial arrays.
 
-        ``gen_coeffs`` are structural coefficients ``g`` (real; §2.5). Consecutive monomials
+        ``gen_coeffs`` are real structural coefficients ``g``: monomial ``S`` with ``g`` is the
+        generator term ``-g * i**C(|S|, 2) * m_S``. Consecutive monomials
         with the same ``param_ind`` form one gate with that index. The result always counts as
         having an explicit initial state (vacuum when omitted).
 
@@ -310,7 +312,7 @@ class Circuit:
         >>> [len(g.generator) for g in c], c.resolved_mapping, c.initial_state
         ([2, 1], (0, 1), (0, 1))
         """
-        size = _validate_system_size(system_size, argument_name="system_size")
+        size = check_system_size(system_size, argument_name="system_size")
         lengths = (len(majoranas), len(gen_coeffs), len(param_inds))
         if len(set(lengths)) != 1:
             raise ValueError(
@@ -443,36 +445,37 @@ def validate_parameter_mapping(
 def expand_monomials(
     gates: Sequence[ExpGate], mapping: Sequence[int], num_qubits: int
 ) -> tuple[list[tuple[int, ...]], list[float], list[int], list[int]]:
-    """Flatten gates into engine layers: ``(majoranas, gen_coeffs, parameter_mapping,
+    """Flatten gates into engine layers: ``(slot_keys, gen_coeffs, parameter_mapping,
     gate_indices)``, one layer per generator term in generator-term order.
 
-    ``mapping[k]`` is gate ``k``'s parameter slot. Majorana layers carry the structural
-    coefficient ``g = -c / i**C(w, 2)``; Pauli layers carry the engine's slot encoding
-    (``X_q -> 2q``, ``Y_q -> 2q+1``, ``Z_q -> 2q, 2q+1``) and the Pauli coefficient. A gate
-    without terms becomes one identity layer ``((), 0.0)``.
+    ``mapping[k]`` is gate ``k``'s parameter slot; ``num_qubits`` is the system size (qubits or
+    modes). Each layer's key is its term's sorted slots (:mod:`monoprop.encoding`): a Majorana
+    term's indices, or for a Pauli term ``X_q -> 2q``, ``Y_q -> 2q+1``, ``Z_q -> 2q, 2q+1``.
+    Majorana layers carry the structural coefficient ``g = -c / i**C(w, 2)``, Pauli layers the
+    Pauli coefficient. A gate without terms becomes one identity layer ``((), 0.0)``.
 
     >>> from monoprop.pauli import PauliOperator
     >>> expand_monomials([ExpGate(PauliOperator({"XZ": 0.5, "YY": -1}, 2))], [0], 2)
     ([(0, 2, 3), (1, 3)], [0.5, -1.0], [0, 0], [0, 0])
     """
-    num_qubits = _validate_system_size(num_qubits, argument_name="num_qubits")
+    num_qubits = check_system_size(num_qubits, argument_name="num_qubits")
     mapping = [int(m) for m in mapping]
     if len(mapping) != len(gates):
         raise ValueError(
             f"parameter_mapping has {len(mapping)} entries but there are {len(gates)} gates."
         )
-    majoranas: list[tuple[int, ...]] = []
+    slot_keys: list[tuple[int, ...]] = []
     coeffs: list[float] = []
     params: list[int] = []
     gate_indices: list[int] = []
     for pos, (gate, slot) in enumerate(zip(gates, mapping, strict=True)):
         layers = _gate_layers(gate, num_qubits) or [((), 0.0)]
         for key, g in layers:
-            majoranas.append(key)
+            slot_keys.append(key)
             coeffs.append(g)
             params.append(slot)
             gate_indices.append(pos)
-    return majoranas, coeffs, params, gate_indices
+    return slot_keys, coeffs, params, gate_indices
 
 
 def _gate_layers(gate: ExpGate, num_qubits: int) -> list[tuple[tuple[int, ...], float]]:
@@ -485,14 +488,12 @@ def _gate_layers(gate: ExpGate, num_qubits: int) -> list[tuple[tuple[int, ...], 
 
 
 def _pauli_layer(pauli: Any, coeff: float, num_qubits: int) -> tuple[tuple[int, ...], float]:
-    slots: list[int] = []
-    for qubit, letter in zip(pauli.qubits, pauli.string, strict=True):
-        if qubit >= num_qubits:
-            raise ValueError(
-                f"Gate term {pauli!r} acts on qubit {qubit} >= num_qubits={num_qubits}."
-            )
-        slots += {"X": (2 * qubit,), "Y": (2 * qubit + 1,), "Z": (2 * qubit, 2 * qubit + 1)}[letter]
-    return tuple(sorted(slots)), float(coeff)
+    outside = [qubit for qubit in pauli.qubits if qubit >= num_qubits]
+    if outside:
+        raise ValueError(
+            f"Gate term {pauli!r} acts on qubit {outside[0]} >= num_qubits={num_qubits}."
+        )
+    return pauli_slots(pauli.string, pauli.qubits), float(coeff)
 
 
 def _majorana_layer(
@@ -502,7 +503,7 @@ def _majorana_layer(
     if key and max(key) >= 2 * num_modes:
         raise ValueError(f"Gate term {list(key)} acts on an index >= 2*num_modes={2 * num_modes}.")
     g = complex(coeff) if structural else -complex(coeff) / hermitian_phase(len(key))
-    if abs(g.imag) > _HERMITIAN_TOL:
+    if abs(g.imag) > HERMITIAN_ATOL:
         if structural:
             raise ValueError(
                 f"Structural gate term {list(key)} has coefficient {coeff}, which is not real, so "

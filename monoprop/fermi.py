@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from monoprop.conversion_utils import check_same_size, is_scalar, sort_with_parity
-from monoprop.majorana import MajoranaOperator
-from monoprop.utils import _validate_system_size
+from monoprop.majorana import MajoranaOperator, sort_with_parity
+from monoprop.operator_arithmetic import OperatorArithmetic
+from monoprop.validation import check_system_size
 
 __all__ = ["FermiOperator", "FermiString", "MajoranaOperator"]
 
@@ -102,7 +102,7 @@ def _unpack(pair: object) -> tuple[int, str]:
     return index, op
 
 
-class FermiOperator:
+class FermiOperator(OperatorArithmetic):
     """A linear combination of :class:`FermiString` terms on ``num_modes`` modes.
 
     ``terms`` and ``coefficients`` are parallel lists (copied; a length mismatch is
@@ -117,7 +117,7 @@ class FermiOperator:
     """
 
     __hash__ = None  # mutable value object
-    __array_ufunc__ = None  # let numpy scalars defer to our __rmul__
+    _size_unit = "modes"
 
     def __init__(
         self,
@@ -125,7 +125,7 @@ class FermiOperator:
         coefficients: Iterable[numbers.Number],
         num_modes: int,
     ) -> None:
-        self.num_modes = _validate_system_size(num_modes, argument_name="num_modes")
+        self.num_modes = check_system_size(num_modes, argument_name="num_modes")
         self.terms = [FermiString(t) for t in terms]
         self.coefficients = list(coefficients)
         for term in self.terms:
@@ -210,7 +210,7 @@ class FermiOperator:
                 coeffs.append(weight)
         return MajoranaOperator._from_terms(keys, coeffs, self.num_modes)
 
-    # ---- arithmetic (extension) -------------------------------------------------------
+    # ---- arithmetic: the primitives of OperatorArithmetic ---------------------------------
 
     def _pairs(self) -> list[tuple[FermiString, numbers.Number]]:
         return list(zip(self.terms, self.coefficients, strict=False))
@@ -218,45 +218,17 @@ class FermiOperator:
     def _from_pairs(self, pairs: list[tuple[FermiString, numbers.Number]]) -> FermiOperator:
         return FermiOperator([t for t, _ in pairs], [c for _, c in pairs], self.num_modes)
 
-    def _combine(self, other: FermiOperator, sign: int, verb: str) -> FermiOperator:
-        check_same_size(self, other, self.num_modes, other.num_modes, "modes", verb)
+    def _combine(self, other: FermiOperator, sign: int) -> FermiOperator:
         return self._from_pairs(self._pairs() + [(t, sign * c) for t, c in other._pairs()])
 
     def _scaled(self, factor: numbers.Number) -> FermiOperator:
         return self._from_pairs([(t, factor * c) for t, c in self._pairs()])
 
-    def __add__(self, other: object) -> FermiOperator:
-        if not isinstance(other, FermiOperator):
-            return NotImplemented
-        return self._combine(other, 1, "add")
-
-    def __sub__(self, other: object) -> FermiOperator:
-        if not isinstance(other, FermiOperator):
-            return NotImplemented
-        return self._combine(other, -1, "subtract")
-
-    def __neg__(self) -> FermiOperator:
-        return self._scaled(-1)
-
-    def __mul__(self, other: object) -> FermiOperator:
-        if isinstance(other, FermiOperator):
-            check_same_size(self, other, self.num_modes, other.num_modes, "modes", "multiply")
-            return self._from_pairs(
-                [
-                    (FermiString(ta.expression + tb.expression), ca * cb)
-                    for (ta, ca), (tb, cb) in itertools.product(self._pairs(), other._pairs())
-                ]
-            )
-        if is_scalar(other):
-            return self._scaled(other)
-        return NotImplemented
-
-    def __rmul__(self, other: object) -> FermiOperator:
-        if is_scalar(other):
-            return self._scaled(other)
-        return NotImplemented
-
-    def __truediv__(self, other: object) -> FermiOperator:
-        if not is_scalar(other):
-            return NotImplemented
-        return self._scaled(1 / other)
+    def _product(self, other: FermiOperator) -> FermiOperator:
+        # Ladder strings concatenate; nothing is normal-ordered or simplified.
+        return self._from_pairs(
+            [
+                (FermiString(ta.expression + tb.expression), ca * cb)
+                for (ta, ca), (tb, cb) in itertools.product(self._pairs(), other._pairs())
+            ]
+        )

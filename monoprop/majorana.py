@@ -19,12 +19,38 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from monoprop.conversion_utils import check_same_size, is_scalar, sort_with_parity
-from monoprop.utils import _validate_system_size
+from monoprop.operator_arithmetic import OperatorArithmeticWithMatmul
+from monoprop.validation import check_system_size
 
 __all__ = ["Majorana", "MajoranaOperator"]
 
 _REPR_MAX_TERMS = 8
+
+
+def sort_with_parity(values: Sequence[int]) -> tuple[list[int], int]:
+    """Stably sort ``values`` and return ``(sorted_values, parity)``.
+
+    ``parity`` is the number of strict inversions modulo 2, i.e. the number of
+    anticommuting swaps needed to sort a product of distinct-or-equal Majoranas
+    (equal neighbours are never swapped). Computed from the cycle structure of the
+    sorting permutation, so it is O(L log L) rather than the naive O(L^2).
+
+    >>> sort_with_parity([5, 4, 1])
+    ([1, 4, 5], 1)
+    """
+    order = sorted(range(len(values)), key=values.__getitem__)  # stable
+    # A permutation of L elements with c cycles has parity (L - c) mod 2; for a
+    # stable sort its inversions are exactly the strict inversions of ``values``.
+    seen = [False] * len(order)
+    cycles = 0
+    for start in range(len(order)):
+        if not seen[start]:
+            cycles += 1
+            j = start
+            while not seen[j]:
+                seen[j] = True
+                j = order[j]
+    return [values[j] for j in order], (len(order) - cycles) % 2
 
 
 def _check_non_negative(indices: tuple) -> None:
@@ -99,7 +125,7 @@ def _key_indices(key: object) -> tuple:
     )
 
 
-class MajoranaOperator:
+class MajoranaOperator(OperatorArithmeticWithMatmul):
     """A sum of bare sorted Majorana products with complex coefficients.
 
     ``terms`` maps index tuples to Python ``complex``; ``num_modes`` n allows indices
@@ -114,7 +140,7 @@ class MajoranaOperator:
     """
 
     __hash__ = None  # mutable value object
-    __array_ufunc__ = None  # let numpy scalars defer to our __rmul__
+    _size_unit = "modes"
 
     def __init__(
         self,
@@ -133,7 +159,7 @@ class MajoranaOperator:
     def _init(
         self, pairs: Iterable[tuple[object, numbers.Number]], num_modes: int, *, check_range: bool
     ) -> None:
-        self.num_modes = _validate_system_size(num_modes, argument_name="num_modes")
+        self.num_modes = check_system_size(num_modes, argument_name="num_modes")
         limit = 2 * self.num_modes
         terms: dict[tuple[int, ...], complex] = {}
         for key, value in pairs:
@@ -159,7 +185,9 @@ class MajoranaOperator:
         return op
 
     def get_majorana_operator(self) -> MajoranaOperator:
-        """Return ``self`` (the :class:`~monoprop.quantum_data.IQuantumOperator` protocol)."""
+        """Return ``self``: every operator a propagator or gate takes as Majorana products has
+        this method (``PauliOperator`` maps by Jordan-Wigner, ``FermiOperator`` expands its
+        ladder operators)."""
         return self
 
     def __len__(self) -> int:
@@ -209,10 +237,9 @@ class MajoranaOperator:
         shared = support @ support.T
         return not np.any((np.outer(weights, weights) - shared).astype(np.int64) % 2)
 
-    # ---- arithmetic (extension) -------------------------------------------------------
+    # ---- arithmetic: the primitives of OperatorArithmetic ---------------------------------
 
-    def _combine(self, other: MajoranaOperator, sign: float, verb: str) -> MajoranaOperator:
-        check_same_size(self, other, self.num_modes, other.num_modes, "modes", verb)
+    def _combine(self, other: MajoranaOperator, sign: int) -> MajoranaOperator:
         keys = [*self.terms, *other.terms]
         coeffs = [*self.terms.values(), *(sign * c for c in other.terms.values())]
         return MajoranaOperator._from_terms(keys, coeffs, self.num_modes)
@@ -222,45 +249,9 @@ class MajoranaOperator:
         return MajoranaOperator._from_terms(list(self.terms), coeffs, self.num_modes)
 
     def _product(self, other: MajoranaOperator) -> MajoranaOperator:
-        check_same_size(self, other, self.num_modes, other.num_modes, "modes", "multiply")
         # Concatenated keys are canonicalised (with their reordering sign) by _from_terms.
         keys, coeffs = [], []
         for (ka, ca), (kb, cb) in itertools.product(self.terms.items(), other.terms.items()):
             keys.append(ka + kb)
             coeffs.append(ca * cb)
         return MajoranaOperator._from_terms(keys, coeffs, self.num_modes)
-
-    def __add__(self, other: object) -> MajoranaOperator:
-        if not isinstance(other, MajoranaOperator):
-            return NotImplemented
-        return self._combine(other, 1.0, "add")
-
-    def __sub__(self, other: object) -> MajoranaOperator:
-        if not isinstance(other, MajoranaOperator):
-            return NotImplemented
-        return self._combine(other, -1.0, "subtract")
-
-    def __neg__(self) -> MajoranaOperator:
-        return self._scaled(-1)
-
-    def __mul__(self, other: object) -> MajoranaOperator:
-        if isinstance(other, MajoranaOperator):
-            return self._product(other)
-        if is_scalar(other):
-            return self._scaled(other)
-        return NotImplemented
-
-    def __rmul__(self, other: object) -> MajoranaOperator:
-        if is_scalar(other):
-            return self._scaled(other)
-        return NotImplemented
-
-    def __matmul__(self, other: object) -> MajoranaOperator:
-        if not isinstance(other, MajoranaOperator):
-            return NotImplemented
-        return self._product(other)
-
-    def __truediv__(self, other: object) -> MajoranaOperator:
-        if not is_scalar(other):
-            return NotImplemented
-        return self._scaled(1 / other)

@@ -18,10 +18,53 @@ __all__ = ["MajoranaPropagator"]
 class MajoranaPropagator(MonomialPropagator[MajoranaOperator]):
     """Propagates a Majorana operator (or a fermionic/JW-mapped one) through Majorana circuits.
 
-    ``initial_operator`` is a :class:`MajoranaOperator` or anything with
-    ``get_majorana_operator()`` (``FermiOperator``, ``PauliOperator``); ``initial_state`` lists
-    the occupied modes of the reference product state. ``cutoff`` bounds the length (or, with
-    ``cutoff_type="support"``, the number of modes) of new terms; see API §5.10.
+    Constructor parameters:
+
+    * ``initial_operator``: the observable, a Hermitian :class:`MajoranaOperator` on ``n``
+      modes (``1 <= n <= MAX_NUM_MODES``) or anything with ``get_majorana_operator()``
+      (``FermiOperator``, ``PauliOperator``).
+    * ``initial_state``: the occupied modes of the reference product state, e.g. ``[]`` for
+      the vacuum or ``[0, 1]``.
+    * ``cutoff`` (required): the largest size a new term may have, counted as set by
+      ``cutoff_type``. A fully paired monomial (only complete pairs ``m_{2j} m_{2j+1}``, i.e. a
+      product of ``Z_j``) is always kept, whatever its size. ``cutoff = 2n`` (length) keeps
+      every term; typical values are 4 to 8.
+    * ``cutoff_type`` (default ``"length"``): ``"length"`` counts Majorana factors,
+      ``"support"`` counts the modes a term touches. Also a settable property.
+    * ``lower_atol`` (default ``None``; a coefficient magnitude, in the observable's units, on
+      Hermitian products ``i**C(w, 2) m_S``): under a gate rotating by ``phi = 2θh`` (``h`` the
+      gate term's Hermitian coefficient), a term with coefficient ``c`` that anticommutes with
+      the gate is *active* only when ``|sin(phi) * c| > lower_atol``. Only an active term asks
+      for its partner (the product with the gate term): it makes it when missing and rotates
+      with it when held; a term no one asks for is only scaled by ``cos(phi)``, and no held
+      term is ever dropped. ``None`` makes every anticommuting term active. It needs
+      coefficients, so it applies in ``propagate`` and in a ``build_graph`` with parameter
+      values (``seed_parameters``, or the circuit's bound parameters on the first build), not
+      in a structural build. Typical: ``1e-4`` to ``1e-6``.
+    * ``upper_atol`` (default ``None``; same unit; ``>= lower_atol``): an active term with
+      ``|sin(phi) * c| > upper_atol`` asks for its partner even when the partner exceeds
+      ``cutoff``, so that large contributions are not cut. ``None`` applies ``cutoff`` to every
+      term. Typical: 100 to 1000 times ``lower_atol``, e.g. ``1e-2``.
+    * ``schrodinger_cutoff`` (default ``None``; a number of Majorana factors): ``None`` is the
+      Heisenberg picture, which evolves the observable. A number switches to the Schrödinger
+      picture, which evolves ``2^n ρ`` of the reference state, ``prod_j (1 ± Z_j)`` with
+      ``Z_j = -i m_{2j} m_{2j+1}``, expanded into its products of at most
+      ``ceil(schrodinger_cutoff / 2)`` factors ``Z_j``; the evolution itself is truncated by
+      ``cutoff``. ``schrodinger_cutoff = 2n`` is the exact state; e.g. use the same value as
+      ``cutoff``.
+    * ``comm`` (default ``None``): an mpi4py communicator to distribute the terms over its
+      ranks (see :class:`MonomialPropagator`).
+
+    ``pare_threshold`` of :meth:`expectation_value_functional` and
+    :meth:`expectation_value_and_gradient_functional` (default ``None``, which replays the
+    graph exactly; a coefficient magnitude, ``>= 0``): in each replay, a recorded rotation of a
+    pair whose larger coefficient ``c`` has ``|sin(phi) * c| < pare_threshold`` is applied as
+    its ``cos(phi)`` scaling only, dropping rotated parts smaller than the threshold. The graph
+    itself is unchanged. Typical: ``1e-10`` to ``1e-12``.
+
+    ``only_rotate_len_k`` of :meth:`build_graph` and :meth:`propagate` (default ``None``, all
+    terms): only held terms of at most ``k`` Majorana factors are rotated by the gates; longer
+    terms are left untouched. ``0 < k <= 2n``.
 
     >>> from monoprop import Circuit, ExpGate, MajoranaOperator, MajoranaPropagator
     >>> prop = MajoranaPropagator(MajoranaOperator({(0, 1): 1j}, 2), [], cutoff=4)
@@ -80,7 +123,8 @@ class MajoranaPropagator(MonomialPropagator[MajoranaOperator]):
             )
 
     def _layer_coefficients(self, g: np.ndarray) -> np.ndarray:
-        # Structural g = -h (API 2.5).
+        # A structural layer (S, g) is the gate exp(-iθ g M_S) (monoprop.circuit); the engine
+        # applies exp(+iθ h M_S), so h = -g.
         return -g
 
     @property

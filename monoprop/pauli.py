@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from monoprop.conversion_utils import check_same_size, i_power, is_scalar
+from monoprop.encoding import i_power, pauli_slots
 from monoprop.majorana import MajoranaOperator
-from monoprop.utils import _validate_system_size
+from monoprop.operator_arithmetic import OperatorArithmeticWithMatmul
+from monoprop.validation import check_system_size
 
 __all__ = ["Pauli", "PauliOperator"]
 
@@ -176,10 +177,7 @@ def _jordan_wigner(pauli: Pauli) -> tuple[tuple[int, ...], int]:
     return indices, k
 
 
-_LOCAL_SLOTS = {"X": (0,), "Y": (1,), "Z": (0, 1)}
-
-
-class PauliOperator:
+class PauliOperator(OperatorArithmeticWithMatmul):
     """A real-weighted sum of Pauli strings on ``num_qubits`` qubits.
 
     ``terms`` maps canonical :class:`Pauli` keys to Python floats (insertion order;
@@ -198,7 +196,7 @@ class PauliOperator:
     """
 
     __hash__ = None  # mutable value object
-    __array_ufunc__ = None  # let numpy scalars defer to our __rmul__
+    _size_unit = "qubits"
 
     def __init__(
         self,
@@ -218,7 +216,7 @@ class PauliOperator:
         self, pairs: Iterable[tuple[object, object]], num_qubits: int, skip_validation: bool
     ) -> None:
         # Validated even with skip_validation: a wrong width breaks every consumer.
-        self.num_qubits = _validate_system_size(num_qubits, argument_name="num_qubits")
+        self.num_qubits = check_system_size(num_qubits, argument_name="num_qubits")
         terms: dict[Pauli, float] = {}
         for key, value in pairs:
             pauli = _as_pauli(key, skip_validation)
@@ -293,14 +291,7 @@ class PauliOperator:
     def get_local_operator(self) -> MajoranaOperator:
         """Per-qubit slot encoding (not Jordan-Wigner): ``X_q -> {2q}``, ``Y_q -> {2q+1}``,
         ``Z_q -> {2q, 2q+1}``; coefficients unchanged. A container for the engine."""
-        keys = [
-            tuple(
-                2 * q + s
-                for q, letter in zip(p.qubits, p.string, strict=True)
-                for s in _LOCAL_SLOTS[letter]
-            )
-            for p in self.terms
-        ]
+        keys = [pauli_slots(p.string, p.qubits) for p in self.terms]
         return MajoranaOperator._from_terms(keys, list(self.terms.values()), self.num_qubits)
 
     def all_pairwise_commute(self) -> bool:
@@ -318,10 +309,9 @@ class PauliOperator:
         z[rows, cols] = letters != ord("X")  # Y and Z have a z bit
         return not np.any((x @ z.T + z @ x.T).astype(np.int64) % 2)
 
-    # ---- arithmetic (extension) -------------------------------------------------------
+    # ---- arithmetic: the primitives of OperatorArithmetic ---------------------------------
 
-    def _combine(self, other: PauliOperator, sign: float, verb: str) -> PauliOperator:
-        check_same_size(self, other, self.num_qubits, other.num_qubits, "qubits", verb)
+    def _combine(self, other: PauliOperator, sign: int) -> PauliOperator:
         keys = [*self.terms, *other.terms]
         coeffs = [*self.terms.values(), *(sign * c for c in other.terms.values())]
         return PauliOperator._from_terms(keys, coeffs, self.num_qubits)
@@ -331,45 +321,9 @@ class PauliOperator:
         return PauliOperator._from_terms(list(self.terms), coeffs, self.num_qubits)
 
     def _product(self, other: PauliOperator) -> PauliOperator:
-        check_same_size(self, other, self.num_qubits, other.num_qubits, "qubits", "multiply")
         # Sum complex contributions first: imaginary parts of e.g. XY + YX cancel exactly.
         summed: dict[Pauli, complex] = {}
         for (pa, ca), (pb, cb) in itertools.product(self.terms.items(), other.terms.items()):
             pauli, k = _multiply_paulis(pa, pb)
             summed[pauli] = summed.get(pauli, 0j) + ca * cb * i_power(k)
         return PauliOperator(summed, self.num_qubits)
-
-    def __add__(self, other: object) -> PauliOperator:
-        if not isinstance(other, PauliOperator):
-            return NotImplemented
-        return self._combine(other, 1.0, "add")
-
-    def __sub__(self, other: object) -> PauliOperator:
-        if not isinstance(other, PauliOperator):
-            return NotImplemented
-        return self._combine(other, -1.0, "subtract")
-
-    def __neg__(self) -> PauliOperator:
-        return self._scaled(-1)
-
-    def __mul__(self, other: object) -> PauliOperator:
-        if isinstance(other, PauliOperator):
-            return self._product(other)
-        if is_scalar(other):
-            return self._scaled(other)
-        return NotImplemented
-
-    def __rmul__(self, other: object) -> PauliOperator:
-        if is_scalar(other):
-            return self._scaled(other)
-        return NotImplemented
-
-    def __matmul__(self, other: object) -> PauliOperator:
-        if not isinstance(other, PauliOperator):
-            return NotImplemented
-        return self._product(other)
-
-    def __truediv__(self, other: object) -> PauliOperator:
-        if not is_scalar(other):
-            return NotImplemented
-        return self._scaled(1 / other)

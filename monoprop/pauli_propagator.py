@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ._terms import slots_to_pauli
 from .circuit import Circuit
+from .encoding import pauli_slots, slots_to_pauli
 from .monomial_propagator import MonomialPropagator
 from .pauli import Pauli, PauliOperator
 
@@ -18,8 +18,48 @@ __all__ = ["PauliPropagator"]
 class PauliPropagator(MonomialPropagator[PauliOperator]):
     """Propagates a Pauli observable through circuits of Pauli rotations ``exp(+iθ P)``.
 
-    ``initial_state`` lists the qubits in ``|1>``. ``cutoff`` bounds the Pauli weight of new
-    terms (terms that are products of Z's are always kept); see API §5.10.
+    Constructor parameters:
+
+    * ``initial_operator``: the observable, a :class:`PauliOperator` on ``n`` qubits
+      (``1 <= n <= MAX_NUM_MODES``).
+    * ``initial_state``: the qubits in ``|1>`` of the reference computational-basis product
+      state, e.g. ``[]`` for ``|0...0>`` or ``[0, 2]``.
+    * ``cutoff`` (required; a number of qubits): the largest Pauli weight (number of non-identity
+      letters) a new term may have. A Z-string (only Z letters) is always kept, whatever its
+      weight. ``cutoff = n`` keeps every term; typical values are 4 to 8.
+    * ``lower_atol`` (default ``None``; a coefficient magnitude, in the observable's units):
+      under a gate rotating by ``phi = 2θh`` (``h`` the gate term's coefficient), a term with
+      coefficient ``c`` that anticommutes with the gate is *active* only when
+      ``|sin(phi) * c| > lower_atol``. Only an active term asks for its partner (the product
+      with the gate term): it makes it when missing and rotates with it when held; a term no
+      one asks for is only scaled by ``cos(phi)``, and no held term is ever dropped. ``None``
+      makes every anticommuting term active. It needs coefficients, so it applies in
+      ``propagate`` and in a ``build_graph`` with parameter values (``seed_parameters``, or the
+      circuit's bound parameters on the first build), not in a structural build. Typical:
+      ``1e-4`` to ``1e-6``.
+    * ``upper_atol`` (default ``None``; same unit; ``>= lower_atol``): an active term with
+      ``|sin(phi) * c| > upper_atol`` asks for its partner even when the partner's weight exceeds
+      ``cutoff``, so that large contributions are not cut. ``None`` applies ``cutoff`` to every
+      term. Typical: 100 to 1000 times ``lower_atol``, e.g. ``1e-2``.
+    * ``schrodinger_cutoff`` (default ``None``; a number of qubits): ``None`` is the
+      Heisenberg picture, which evolves the observable. A number switches to the Schrödinger
+      picture, which evolves ``2^n ρ`` of the reference state, ``prod_j (1 ± Z_j)``, expanded
+      into its Z-strings of weight at most ``schrodinger_cutoff``; the evolution itself is
+      truncated by ``cutoff``. ``schrodinger_cutoff = n`` is the exact state; e.g. use the
+      same value as ``cutoff``.
+    * ``comm`` (default ``None``): an mpi4py communicator to distribute the terms over its
+      ranks (see :class:`MonomialPropagator`).
+
+    ``pare_threshold`` of :meth:`expectation_value_functional` and
+    :meth:`expectation_value_and_gradient_functional` (default ``None``, which replays the
+    graph exactly; a coefficient magnitude, ``>= 0``): in each replay, a recorded rotation of a
+    pair whose larger coefficient ``c`` has ``|sin(phi) * c| < pare_threshold`` is applied as
+    its ``cos(phi)`` scaling only, dropping rotated parts smaller than the threshold. The graph
+    itself is unchanged. Typical: ``1e-10`` to ``1e-12``.
+
+    ``only_rotate_len_k`` of :meth:`build_graph` and :meth:`propagate` (default ``None``, all
+    terms): only held terms of at most ``k`` slots are rotated by the gates, where X and Y count
+    one slot and Z two; longer terms are left untouched. ``0 < k <= 2n``.
 
     >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
     >>> prop = PauliPropagator(PauliOperator({"ZZ": 1}, 2), [], cutoff=4)
@@ -69,21 +109,18 @@ class PauliPropagator(MonomialPropagator[PauliOperator]):
         return PauliOperator(terms, self.num_modes)
 
     def _term_keys(self, terms: Sequence[Any]) -> list[tuple[int, ...]]:
-        slots_of = {"X": (0,), "Y": (1,), "Z": (0, 1)}
         keys = []
         for term in terms:
             if not isinstance(term, Pauli):
                 raise TypeError(
                     f"terms must be Pauli objects; got {term!r} ({type(term).__name__})."
                 )
-            key: list[int] = []
-            for letter, qubit in zip(term.string, term.qubits, strict=True):
-                if qubit >= self.num_modes:
-                    raise RuntimeError(
-                        f"Pauli index {qubit} is out of range; must be less than {self.num_modes}."
-                    )
-                key.extend(2 * qubit + s for s in slots_of[letter])
-            keys.append(tuple(sorted(key)))
+            outside = [qubit for qubit in term.qubits if qubit >= self.num_modes]
+            if outside:
+                raise RuntimeError(
+                    f"Pauli index {outside[0]} is out of range; must be less than {self.num_modes}."
+                )
+            keys.append(pauli_slots(term.string, term.qubits))
         return keys
 
     def _bare_coefficients(self, keys, h) -> np.ndarray:

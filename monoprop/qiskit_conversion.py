@@ -29,7 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 
 from .circuit import Circuit, ExpGate
 from .pauli import Pauli, PauliOperator
-from .utils import _validate_system_size
+from .validation import check_system_size
 
 __all__ = [
     "PAULI_EVOLUTION_EQUIVALENT",
@@ -105,7 +105,7 @@ def to_qiskit_operator(
     if num_qubits is None:
         n = pauli_operator.num_qubits
     else:
-        n = _validate_system_size(num_qubits, argument_name="num_qubits")
+        n = check_system_size(num_qubits, argument_name="num_qubits")
     labels = [
         _qiskit_label(p, list(range(n)), context="to_qiskit_operator") for p in pauli_operator.terms
     ]
@@ -171,7 +171,7 @@ def to_qiskit_circuit(circuit: Circuit, num_qubits: int) -> QuantumCircuit:
     >>> [qc.find_bit(q).index for q in qc.data[0].qubits]
     [1, 2, 3]
     """
-    n = _validate_system_size(num_qubits, argument_name="num_qubits")
+    n = check_system_size(num_qubits, argument_name="num_qubits")
     if not isinstance(circuit, Circuit):
         raise TypeError(f"to_qiskit_circuit expects a Circuit; got {type(circuit).__name__}.")
     if n != circuit.system_size:

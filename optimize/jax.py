@@ -32,7 +32,7 @@ import numpy as np
 
 from monoprop import MonomialPropagator
 
-from .objective import Rebuild, _Guard
+from .guard import Guard, Rebuild
 
 __all__ = ["expectation"]
 
@@ -49,7 +49,7 @@ def expectation(
     ``update_initial_operator`` on the propagator, the next call replays what it holds now;
     after a failure, ``rebuild`` (if given) supplies a new propagator.
     """
-    guard = _Guard(propagator, pare_threshold, rebuild)
+    guard = Guard(propagator, pare_threshold, rebuild)
 
     def host_value(x: np.ndarray) -> np.ndarray:
         return np.asarray(guard(np.asarray(x, dtype=np.float64), gradient=False), dtype=x.dtype)

@@ -9,7 +9,10 @@ from typing import Any
 import numpy as np
 import scipy.optimize
 
-from .objective import Objective, Rebuild
+from monoprop.validation import check_int
+
+from .guard import Rebuild
+from .objective import Objective
 
 __all__ = ["minimize"]
 
@@ -126,14 +129,19 @@ def _start(x0: Any, n_parameters: int) -> np.ndarray:
 def _reseed_interval(every: int | None, objective: Objective) -> int | None:
     if every is None:
         return None
-    if isinstance(every, bool) or not isinstance(every, int | np.integer) or every < 1:
-        raise ValueError(f"reseed_every must be a positive integer or None; got {every!r}.")
+    every = check_int(
+        every,
+        "reseed_every",
+        minimum=1,
+        message="{name} must be a positive integer or None; got {value!r}.",
+        type_error=ValueError,
+    )
     if not objective.can_rebuild:
         raise ValueError(
             f"reseed_every={every} needs rebuild=f, where f(seed) constructs the propagator and "
             "calls build_graph(circuit, seed_parameters=seed)."
         )
-    return int(every)
+    return every
 
 
 def _as_scipy_calls(callback: Callable | None) -> Callable | None:

@@ -25,6 +25,8 @@ import optuna
 import sqlalchemy
 from optuna.trial import TrialState
 
+from monoprop.validation import check_int
+
 from .objective import Objective
 from .scipy_minimize import minimize
 
@@ -251,9 +253,13 @@ def _directions(directions: Sequence[str] | None) -> list[str]:
 
 
 def _positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}.")
-    return int(value)
+    return check_int(
+        value,
+        name,
+        minimum=1,
+        message="{name} must be a positive integer; got {value!r}.",
+        type_error=ValueError,
+    )
 
 
 def _on_root(comm, action: Callable[[], Any]) -> Any:
