@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from .validation import check_int
+
 ParameterValues = Any  # None | Sequence[float] | numpy.ndarray | Circuit
 
 
@@ -27,13 +29,16 @@ def parameter_list(parameters: ParameterValues) -> list[float]:
 
 def cutoff_value(value: Any, name: str = "cutoff") -> int:
     """A non-negative int (bool accepted, as for any int); else TypeError."""
-    if not isinstance(value, numbers.Integral) or isinstance(value, np.bool_):
-        raise TypeError(
-            f"{name} must be a non-negative int; got {value!r} ({type(value).__name__})."
-        )
-    if value < 0:
-        raise TypeError(f"{name} must be a non-negative int; got {value!r}.")
-    return int(value)
+    return check_int(
+        value,
+        name,
+        minimum=0,
+        types=numbers.Integral,
+        allow_bool=True,
+        message="{name} must be a non-negative int; got {value!r} ({type}).",
+        range_message="{name} must be a non-negative int; got {value!r}.",
+        range_error=TypeError,
+    )
 
 
 def optional_atol(value: Any, name: str) -> float | None:
@@ -52,11 +57,16 @@ def occupied_modes(state: Any, n: int, what: str = "mode") -> list[int]:
     seen: set[int] = set()
     out = []
     for entry in state:
-        if isinstance(entry, (bool, np.bool_)) or not isinstance(entry, numbers.Integral):
-            raise ValueError(f"initial_state entry {entry!r} is not an integer {what} index.")
-        index = int(entry)
-        if not 0 <= index < n:
-            raise ValueError(f"initial_state entry {index} is outside 0..{n - 1}.")
+        index = check_int(
+            entry,
+            "initial_state entry",
+            minimum=0,
+            maximum=n - 1,
+            types=numbers.Integral,
+            message="{name} {value!r} is not an integer " + what + " index.",
+            range_message="{name} {value} is outside 0..{maximum}.",
+            type_error=ValueError,
+        )
         if index in seen:
             raise ValueError(f"initial_state entry {index} is repeated; list each {what} once.")
         seen.add(index)

@@ -1,4 +1,4 @@
-"""Coefficient conventions of the two front-ends, and the Pauli slot decoding.
+"""Coefficient conventions of the two front-ends.
 
 Majorana front-end: slot ``j`` is ``m_j``, and the core stores the real coefficient ``h``
 of the Hermitian monomial ``M_S = i**C(w,2) m_S`` (``w`` factors: the reversed product is
@@ -14,24 +14,25 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .encoding import HERMITIAN_ATOL, I_POWERS, hermitian_phase_exponent
+
 # i ** k for k mod 4, as (real, imag) factors.
-_PHASE_RE = np.array([1.0, 0.0, -1.0, 0.0])
-_PHASE_IM = np.array([0.0, 1.0, 0.0, -1.0])
+_PHASE_RE = np.array([z.real for z in I_POWERS])
+_PHASE_IM = np.array([z.imag for z in I_POWERS])
 
 
-def hermitian_phase_index(lengths: np.ndarray) -> np.ndarray:
-    """``C(w, 2) mod 4`` for each length ``w``: ``M_S = i**that * m_S``."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    return (lengths * (lengths - 1) // 2) % 4
+def _phase_index(keys: Sequence[Sequence[int]]) -> np.ndarray:
+    """``C(w, 2) mod 4`` for each key of ``w`` slots: ``M_S = i**that * m_S``."""
+    return hermitian_phase_exponent(np.array([len(key) for key in keys], dtype=np.int64)) % 4
 
 
 def bare_to_hermitian(keys: Sequence[Sequence[int]], coefficients: Sequence[complex]) -> np.ndarray:
     """Hermitian-basis coefficients ``h = c / i**C(w,2)``; raises on non-Hermitian input."""
     c = np.asarray(coefficients, dtype=np.complex128).reshape(-1)
-    k = hermitian_phase_index([len(key) for key in keys])
+    k = _phase_index(keys)
     # c / i**k = c * i**(-k)
     h = c * (_PHASE_RE[(-k) % 4] + 1j * _PHASE_IM[(-k) % 4])
-    bad = np.abs(h.imag) > 1e-10 * np.maximum(1.0, np.abs(h.real))
+    bad = np.abs(h.imag) > HERMITIAN_ATOL * np.maximum(1.0, np.abs(h.real))
     if np.any(bad):
         i = int(np.argmax(bad))
         raise RuntimeError(
@@ -44,19 +45,8 @@ def bare_to_hermitian(keys: Sequence[Sequence[int]], coefficients: Sequence[comp
 
 def hermitian_to_bare(keys: Sequence[Sequence[int]], h: np.ndarray) -> list[complex]:
     """Bare-product coefficients ``c = h * i**C(w,2)``, each part rounded to 12 decimals."""
-    k = hermitian_phase_index([len(key) for key in keys])
+    k = _phase_index(keys)
     h = np.asarray(h, dtype=np.float64)
     re = np.round(h * _PHASE_RE[k], 12) + 0.0  # + 0.0 turns -0.0 into 0.0
     im = np.round(h * _PHASE_IM[k], 12) + 0.0
     return [complex(a, b) for a, b in zip(re.tolist(), im.tolist(), strict=True)]
-
-
-_LETTER = {(True, False): "X", (False, True): "Y", (True, True): "Z"}
-
-
-def slots_to_pauli(slots: Sequence[int]) -> tuple[str, tuple[int, ...]]:
-    """Decode a Pauli-encoded slot tuple into ``(letters, qubits)``."""
-    present = set(slots)
-    qubits = sorted({s // 2 for s in slots})
-    letters = "".join(_LETTER[(2 * q in present, 2 * q + 1 in present)] for q in qubits)
-    return letters, tuple(qubits)

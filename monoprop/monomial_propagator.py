@@ -31,6 +31,7 @@ from ._parameters import (
 from .circuit import Circuit, expand_monomials, validate_parameter_mapping
 from .core_arrays import LayerArrays, TermArrays
 from .exceptions import NumberOfModesInvalidError, StaleFunctionalError
+from .validation import check_int
 
 OperatorT = TypeVar("OperatorT")
 
@@ -238,16 +239,14 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     def _check_only_rotate(self, k: int | None) -> int | None:
         if k is None:
             return None
-        if (
-            isinstance(k, bool)
-            or not isinstance(k, (int, np.integer))
-            or not 0 < k <= 2 * self.num_modes
-        ):
-            raise ValueError(
-                f"only_rotate_len_k={k} is out of range; must be 0 < k <= 2*num_qubits "
-                f"(= {2 * self.num_modes})."
-            )
-        return int(k)
+        return check_int(
+            k,
+            "only_rotate_len_k",
+            minimum=1,
+            maximum=2 * self.num_modes,
+            type_error=ValueError,
+            message="{name}={value} is out of range; must be 0 < k <= 2*num_qubits (= {maximum}).",
+        )
 
     def _layer_arrays(self, circuit: Circuit) -> LayerArrays:
         """The circuit as the core takes it: one layer per generator term, in order."""
