@@ -60,7 +60,7 @@ class ExpGate:
     """
 
     __slots__ = ("_atol", "_structural", "family", "generator", "index")
-    __hash__ = None  # mutable value object
+    __hash__ = None  # type: ignore[assignment]  # a mutable value object is not hashable
 
     def __init__(
         self,
@@ -164,7 +164,7 @@ class Circuit:
     ('pauli', (0, 1), 2, (1,))
     """
 
-    __hash__ = None  # mutable value object
+    __hash__ = None  # type: ignore[assignment]  # a mutable value object is not hashable
 
     def __init__(
         self,
@@ -224,12 +224,13 @@ class Circuit:
                 "Either every gate must set `index`, or none of them must (then each gate gets "
                 f"its own parameter); gates at positions {unset} have index=None."
             )
-        if set(indices) != set(range(max(indices) + 1)):
+        given = [i for i in indices if i is not None]  # all of them, as none is unset
+        if set(given) != set(range(max(given) + 1)):
             raise ValueError(
                 "Gate indices must be contiguous 0..n-1 with no gaps or negatives; got "
                 f"{indices}. Renumber the gates' `index` values."
             )
-        return tuple(indices)
+        return tuple(given)
 
     @property
     def n_parameters(self) -> int:

@@ -201,9 +201,10 @@ def _real_field(name: str, value: Any) -> np.ndarray:
 def _count(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an int; got {value!r}.")
-    if not 0 <= value <= _INT32_MAX:
+    count = int(value)
+    if not 0 <= count <= _INT32_MAX:
         raise ValueError(f"{name} = {value} is out of range 0..{_INT32_MAX}.")
-    return int(value)
+    return count
 
 
 def _check_offsets(offsets: np.ndarray, n_slots: int, n_terms: int) -> None:
@@ -243,6 +244,6 @@ def _check_range(name: str, values: np.ndarray, low: int, end: int, why: str = "
 
 def _frozen(array: np.ndarray, dtype: type) -> np.ndarray:
     """A read-only, C-contiguous view (a copy only where the dtype or layout differs)."""
-    view = np.ascontiguousarray(array, dtype=dtype).view()
+    view: np.ndarray = np.ascontiguousarray(array, dtype=dtype).view()
     view.flags.writeable = False
     return view

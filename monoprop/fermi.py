@@ -11,9 +11,9 @@ is qubit ``|1>``.
 from __future__ import annotations
 
 import itertools
-import numbers
 import operator
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,9 +43,8 @@ class FermiString:
     """
 
     def __init__(self, expression: Sequence[tuple[int, str]] | FermiString) -> None:
-        if isinstance(expression, FermiString):
-            expression = expression.expression
-        expression = tuple(expression)
+        pairs = expression.expression if isinstance(expression, FermiString) else expression
+        expression = tuple(pairs)
         for pair in expression:
             index, op = _unpack(pair)
             if index < 0:
@@ -58,7 +57,7 @@ class FermiString:
                     f"Invalid operator {op!r} on mode {index}: must be '+' or '-' "
                     f"('+' creates, '-' annihilates)."
                 )
-        self.expression = expression
+        self.expression: tuple[tuple[int, str], ...] = expression
 
     def _normalised(self) -> tuple[tuple[int, str], ...]:
         return tuple((operator.index(i), op) for i, op in self.expression)
@@ -86,7 +85,7 @@ class FermiString:
         return f"FermiString({' '.join(f'c_{i}^{op}' for i, op in self.expression)})"
 
 
-def _unpack(pair: object) -> tuple[int, str]:
+def _unpack(pair: Any) -> tuple[int, str]:
     try:
         index, op = pair
     except (TypeError, ValueError):
@@ -116,13 +115,13 @@ class FermiOperator(OperatorArithmetic):
     {(0, 2): 0j, (0, 3): 0.5j, (1, 2): -0.5j, (1, 3): 0j}
     """
 
-    __hash__ = None  # mutable value object
+    __hash__ = None  # type: ignore[assignment]  # a mutable value object is not hashable
     _size_unit = "modes"
 
     def __init__(
         self,
         terms: Iterable[FermiString | Sequence[tuple[int, str]]],
-        coefficients: Iterable[numbers.Number],
+        coefficients: Iterable[complex],
         num_modes: int,
     ) -> None:
         self.num_modes = check_system_size(num_modes, argument_name="num_modes")
@@ -138,7 +137,9 @@ class FermiOperator(OperatorArithmetic):
 
     @classmethod
     def from_dict(
-        cls, terms_dict: Mapping[Sequence[tuple[int, str]], numbers.Number], num_modes: int
+        cls,
+        terms_dict: Mapping[Any, complex],
+        num_modes: int,  # keys: (mode, "+"/"-") pairs
     ) -> FermiOperator:
         """Build from ``{expression: coefficient}``, e.g. ``{((0, "+"), (0, "-")): 1.0}``."""
         return cls(list(terms_dict.keys()), list(terms_dict.values()), num_modes)
@@ -212,16 +213,16 @@ class FermiOperator(OperatorArithmetic):
 
     # ---- arithmetic: the primitives of OperatorArithmetic ---------------------------------
 
-    def _pairs(self) -> list[tuple[FermiString, numbers.Number]]:
+    def _pairs(self) -> list[tuple[FermiString, complex]]:
         return list(zip(self.terms, self.coefficients, strict=False))
 
-    def _from_pairs(self, pairs: list[tuple[FermiString, numbers.Number]]) -> FermiOperator:
+    def _from_pairs(self, pairs: list[tuple[FermiString, complex]]) -> FermiOperator:
         return FermiOperator([t for t, _ in pairs], [c for _, c in pairs], self.num_modes)
 
     def _combine(self, other: FermiOperator, sign: int) -> FermiOperator:
         return self._from_pairs(self._pairs() + [(t, sign * c) for t, c in other._pairs()])
 
-    def _scaled(self, factor: numbers.Number) -> FermiOperator:
+    def _scaled(self, factor: complex) -> FermiOperator:
         return self._from_pairs([(t, factor * c) for t, c in self._pairs()])
 
     def _product(self, other: FermiOperator) -> FermiOperator:

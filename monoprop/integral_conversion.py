@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -54,7 +55,7 @@ def integrals_to_fermion(h0: float, h1: ArrayLike, h2: ArrayLike) -> FermiOperat
     hh = two_body.transpose(0, 1, 3, 4, 2)  # hh[σ,p,q,r,s] = (ps|qr)_σ
     terms: dict[tuple, complex | float] = {}
 
-    def add(key: tuple, value: object) -> None:
+    def add(key: tuple, value: Any) -> None:
         value = value.item() if isinstance(value, np.generic) else value
         if abs(value) > _DROP_ATOL:
             terms[key] = terms.get(key, 0) + value

@@ -13,9 +13,9 @@ Keys given in any order are canonicalised with :meth:`Majorana.from_unsorted`
 from __future__ import annotations
 
 import itertools
-import numbers
 import operator
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,7 +27,11 @@ __all__ = ["Majorana", "MajoranaOperator"]
 _REPR_MAX_TERMS = 8
 
 
-def sort_with_parity(values: Sequence[int]) -> tuple[list[int], int]:
+# Anything sorted() can order: mode indices, or (kind, index) keys.
+Sortable = TypeVar("Sortable", bound=Any)
+
+
+def sort_with_parity(values: Sequence[Sortable]) -> tuple[list[Sortable], int]:
     """Stably sort ``values`` and return ``(sorted_values, parity)``.
 
     ``parity`` is the number of strict inversions modulo 2, i.e. the number of
@@ -139,12 +143,12 @@ class MajoranaOperator(OperatorArithmeticWithMatmul):
     {(): (-0.75+0j), (0, 1, 2, 3): 1j}
     """
 
-    __hash__ = None  # mutable value object
+    __hash__ = None  # type: ignore[assignment]  # a mutable value object is not hashable
     _size_unit = "modes"
 
     def __init__(
         self,
-        terms: Mapping[object, numbers.Number],
+        terms: Mapping[Any, complex],  # keys: tuples of Majorana indices
         num_modes: int,
         *,
         skip_validation: bool = False,
@@ -157,7 +161,7 @@ class MajoranaOperator(OperatorArithmeticWithMatmul):
         self._init(terms.items(), num_modes, check_range=not skip_validation)
 
     def _init(
-        self, pairs: Iterable[tuple[object, numbers.Number]], num_modes: int, *, check_range: bool
+        self, pairs: Iterable[tuple[object, complex]], num_modes: int, *, check_range: bool
     ) -> None:
         self.num_modes = check_system_size(num_modes, argument_name="num_modes")
         limit = 2 * self.num_modes
@@ -177,7 +181,7 @@ class MajoranaOperator(OperatorArithmeticWithMatmul):
 
     @classmethod
     def _from_terms(
-        cls, majoranas: Sequence[object], coefficients: Sequence[numbers.Number], num_modes: int
+        cls, majoranas: Sequence[object], coefficients: Sequence[complex], num_modes: int
     ) -> MajoranaOperator:
         """Build from parallel lists, canonicalising and summing collisions; no range check."""
         op = cls.__new__(cls)
@@ -244,7 +248,7 @@ class MajoranaOperator(OperatorArithmeticWithMatmul):
         coeffs = [*self.terms.values(), *(sign * c for c in other.terms.values())]
         return MajoranaOperator._from_terms(keys, coeffs, self.num_modes)
 
-    def _scaled(self, factor: numbers.Number) -> MajoranaOperator:
+    def _scaled(self, factor: complex) -> MajoranaOperator:
         coeffs = [factor * c for c in self.terms.values()]
         return MajoranaOperator._from_terms(list(self.terms), coeffs, self.num_modes)
 

@@ -410,7 +410,8 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
     def graph_size(self) -> tuple[int, int]:
         """``(n_cos_only, n_cycles)`` of the recorded graph."""
-        return tuple(self._engine.graph_size())
+        n_cos_only, n_cycles = self._engine.graph_size()
+        return n_cos_only, n_cycles
 
     def memory(self) -> dict[str, int]:
         """Bytes held by this rank's shards, by kind: ``terms``, ``index``, ``graph``,
@@ -592,7 +593,7 @@ def _with_check(functional: Callable, checked_engine: Callable[[], Any]) -> Call
     def check() -> None:
         checked_engine()
 
-    functional.check = check
+    functional.check = check  # type: ignore[attr-defined]
     return functional
 
 
@@ -600,6 +601,7 @@ def _pare(threshold: float | None) -> float:
     if threshold is None:
         return 0.0
     value = optional_atol(threshold, "pare_threshold")
+    assert value is not None  # threshold is not None
     if value < 0:
         raise ValueError(f"pare_threshold must be >= 0; got {threshold!r}.")
     return value

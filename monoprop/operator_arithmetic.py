@@ -18,12 +18,12 @@ unchanged.
 from __future__ import annotations
 
 import numbers
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeGuard
 
 __all__ = ["OperatorArithmetic", "OperatorArithmeticWithMatmul", "is_scalar"]
 
 
-def is_scalar(value: object) -> bool:
+def is_scalar(value: object) -> TypeGuard[complex]:
     """True for Python and numpy numbers (the operands of scalar ``*`` and ``/``).
 
     >>> import numpy as np
@@ -56,16 +56,17 @@ class OperatorArithmetic:
         if "_size_unit" in cls.__dict__:
             cls._operand_type = cls
 
-    def _combine(self, other: Self, sign: int) -> Self:
+    # The hooks each class supplies; `other` is an operator of the class's own kind.
+    def _combine(self, other: Any, sign: int) -> Self:
         raise NotImplementedError
 
-    def _scaled(self, factor: numbers.Number) -> Self:
+    def _scaled(self, factor: complex) -> Self:
         raise NotImplementedError
 
-    def _product(self, other: Self) -> Self:
+    def _product(self, other: Any) -> Self:
         raise NotImplementedError
 
-    def _check_same_size(self, other: Self, verb: str) -> None:
+    def _check_same_size(self, other: Any, verb: str) -> None:
         """Raise ``ValueError`` naming both sizes when the two operators differ in width."""
         attribute = "num_" + self._size_unit
         left, right = getattr(self, attribute), getattr(other, attribute)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class Pauli:
         elif isinstance(qubits, numbers.Integral):
             qubit_tuple = (int(qubits),)
         else:
-            qubit_tuple = tuple(int(q) for q in qubits)
+            qubit_tuple = tuple(int(q) for q in cast(Sequence[int], qubits))
         if not skip_validation:
             _validate_pauli(string, qubit_tuple)
         pairs = sorted(
@@ -119,7 +120,7 @@ def _as_pauli(key: object, skip_validation: bool) -> Pauli:
     )
 
 
-def _real_coefficient(value: object, pauli: Pauli, skip_validation: bool) -> float:
+def _real_coefficient(value: Any, pauli: Pauli, skip_validation: bool) -> float:
     if skip_validation:
         return float(np.real(value))
     real = np.real_if_close(value)
@@ -195,12 +196,12 @@ class PauliOperator(OperatorArithmeticWithMatmul):
     {Pauli('', ()): 1.25, Pauli('XX', (0, 1)): 0.0}
     """
 
-    __hash__ = None  # mutable value object
+    __hash__ = None  # type: ignore[assignment]  # a mutable value object is not hashable
     _size_unit = "qubits"
 
     def __init__(
         self,
-        terms: Mapping[Pauli | str, numbers.Number],
+        terms: Mapping[Any, complex],  # keys: Pauli or str
         num_qubits: int,
         *,
         skip_validation: bool = False,
@@ -213,7 +214,7 @@ class PauliOperator(OperatorArithmeticWithMatmul):
         self._init(terms.items(), num_qubits, skip_validation)
 
     def _init(
-        self, pairs: Iterable[tuple[object, object]], num_qubits: int, skip_validation: bool
+        self, pairs: Iterable[tuple[object, object]], num_qubits: int | None, skip_validation: bool
     ) -> None:
         # Validated even with skip_validation: a wrong width breaks every consumer.
         self.num_qubits = check_system_size(num_qubits, argument_name="num_qubits")
@@ -234,7 +235,7 @@ class PauliOperator(OperatorArithmeticWithMatmul):
     def _from_terms(
         cls,
         strings: Sequence[Pauli | str],
-        coefficients: Sequence[numbers.Number],
+        coefficients: Sequence[complex],
         num_qubits: int | None = None,
         *,
         skip_validation: bool = False,
@@ -316,7 +317,7 @@ class PauliOperator(OperatorArithmeticWithMatmul):
         coeffs = [*self.terms.values(), *(sign * c for c in other.terms.values())]
         return PauliOperator._from_terms(keys, coeffs, self.num_qubits)
 
-    def _scaled(self, factor: numbers.Number) -> PauliOperator:
+    def _scaled(self, factor: complex) -> PauliOperator:
         coeffs = [factor * c for c in self.terms.values()]
         return PauliOperator._from_terms(list(self.terms), coeffs, self.num_qubits)
 

@@ -50,10 +50,11 @@ def check_int(
     """
     if (isinstance(value, bool) and not allow_bool) or not isinstance(value, types):
         raise type_error(_fill(message, value, name, minimum, maximum))
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+    number: Any = value  # one of `types`: an integer
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
         template = message if range_message is None else range_message
         raise range_error(_fill(template, value, name, minimum, maximum))
-    return int(value)
+    return int(number)
 
 
 def _fill(template: str, value: Any, name: str, minimum: Any, maximum: Any) -> str:

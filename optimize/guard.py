@@ -106,7 +106,7 @@ class Guard:
         if functional is None:
             return False
         try:
-            functional.check()
+            functional.check()  # type: ignore[attr-defined]  # set by the propagator
         except (StaleFunctionalError, InvalidPropagatorError):
             return False
         return True

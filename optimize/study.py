@@ -97,10 +97,11 @@ def run_study(
         raise ValueError(f"cost={cost!r} is not one of {_COSTS} or a callable of the result.")
     comm = _SelfComm() if comm is None else comm
     root = comm.rank == 0
-    study = _load_study(storage, study_name, sampler, pruner, directions) if root else None
+    # The study lives on the root rank only (None elsewhere); only the root touches it.
+    study: Any = _load_study(storage, study_name, sampler, pruner, directions) if root else None
     deadline = None if timeout is None else time.monotonic() + float(timeout)
     while _on_root(comm, lambda: _budget_left(study, n_trials, deadline)):
-        trial = study.ask() if root else None
+        trial: Any = study.ask() if root else None
         shared = trial if comm.size == 1 else _SharedTrial(trial, comm)
         try:
             state, values, attributes = _run_trial(
