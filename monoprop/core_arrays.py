@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from .validation import check_int
 
 __all__ = ["LayerArrays", "TermArrays"]
 
@@ -199,12 +200,16 @@ def _real_field(name: str, value: Any) -> np.ndarray:
 
 
 def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an int; got {value!r}.")
-    count = int(value)
-    if not 0 <= count <= _INT32_MAX:
-        raise ValueError(f"{name} = {value} is out of range 0..{_INT32_MAX}.")
-    return count
+    return check_int(
+        value,
+        name,
+        minimum=0,
+        maximum=_INT32_MAX,
+        types=numbers.Integral,
+        message="{name} must be an int; got {value!r}.",
+        range_message="{name} = {value} is out of range 0..{maximum}.",
+        type_error=ValueError,
+    )
 
 
 def _check_offsets(offsets: np.ndarray, n_slots: int, n_terms: int) -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ._terms import bare_to_hermitian, hermitian_to_bare
 from .circuit import Circuit
 from .majorana import Majorana, MajoranaOperator
+from .majorana_coefficients import bare_to_hermitian, hermitian_to_bare
 from .monomial_propagator import MonomialPropagator
 
 __all__ = ["MajoranaPropagator"]

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from . import _core
-from ._parameters import (
+from .arguments import (
     ParameterValues,
     cutoff_value,
     occupied_modes,
