@@ -4,7 +4,7 @@ Everything here is built from explicit 2^n x 2^n matrices with numpy/scipy and k
 nothing about monoprop: inputs are plain Python data (dicts keyed by Pauli strings or by
 Majorana index tuples), outputs are numpy arrays or plain dicts.
 
-Conventions (API.md §2), all fixed here once:
+Conventions, the same as monoprop's and all fixed here once:
 
 * qubit 0 is the *leftmost* Kronecker factor; a Pauli string ``"XZ"`` is X on qubit 0,
   Z on qubit 1 (character k on qubit k);
@@ -111,7 +111,7 @@ def majorana_operator_matrix(terms: Mapping[Sequence[int], complex], n: int) -> 
 
 
 # ---------------------------------------------------------------------------------------
-# Fermionic ladder operators (API §2.3)
+# Fermionic ladder operators from the Majoranas: c_j^dagger = (m_{2j} - i m_{2j+1}) / 2
 # ---------------------------------------------------------------------------------------
 
 
@@ -365,7 +365,9 @@ def real_coefficients(terms: Mapping, tol: float = 1e-10) -> dict:
 
 
 # ---------------------------------------------------------------------------------------
-# Majorana phases and the structural (dense/wire) coefficient (API §2.4, §2.5)
+# Majorana phases and the structural (dense/wire) coefficient: the Hermitian form of a bare
+# weight-w product m_S is i^{C(w,2)} m_S, and a structural entry (S, g) is the generator term
+# c m_S with c = -g i^{C(w,2)}
 # ---------------------------------------------------------------------------------------
 
 
@@ -452,7 +454,8 @@ def widen_pauli(string: str, qubits: Sequence[int], n: int) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# Random circuits as plain data (API §9 item 10)
+# Random circuits as plain data: reproducible from an integer seed, for the comparisons of
+# the propagators against this reference
 # ---------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,11 @@
-"""ExpGate and Circuit (API §4.1-4.4): construction, validation, mapping, concatenation."""
+"""ExpGate and Circuit: construction, validation, mapping, concatenation.
+
+A gate ``ExpGate(H, index)`` is ``exp(+i theta H)`` for a Hermitian generator whose terms
+pairwise commute (terms at or below ``atol`` dropped first); a ``Circuit`` lists gates of one
+family in application order with the system size, optional bound parameters and an optional
+initial state. Either every gate sets an ``index`` (gates sharing one share a parameter; the
+indices must cover 0..max) or none does (one parameter per gate).
+"""
 
 from __future__ import annotations
 
@@ -45,7 +52,7 @@ class TestExpGateFamily:
         hop = FermiOperator([[(0, "+"), (1, "-")], [(1, "+"), (0, "-")]], [1.0, 1.0], 2)
         gate = ExpGate(hop)
         assert gate.family == "majorana"
-        # §2.3: zero entries of the conversion fall below atol and are dropped.
+        # The m0m2 and m1m3 entries of the hopping term cancel to zero: below atol, dropped.
         assert gate.generator == MajoranaOperator({(0, 3): 0.5j, (1, 2): -0.5j}, 2)
 
     def test_duck_typed_generator(self):

@@ -1,8 +1,11 @@
 """Tests of the dense reference itself (tests/dense_reference.py).
 
-Nothing here imports monoprop: these check that the reference implements the conventions
-of API.md §2 and reproduces the dense numbers of §9, so that the propagator tests compare
-against something known to be right.
+Nothing here imports monoprop: these check that the reference implements monoprop's
+conventions (qubit 0 leftmost, occupied = |1>, 0-based Jordan-Wigner Majoranas, bare products
+and their Hermitian forms i^{C(w,2)} m_S, gates exp(+i theta H) in application order, the
+Heisenberg and Schrödinger pictures) and reproduces the numbers of the verified vectors of
+test_propagator_vectors.py, so that the propagator tests compare against something known to
+be right.
 """
 
 import itertools
@@ -31,7 +34,8 @@ def pauli_on(letters_by_qubit, n):
 
 
 # ---------------------------------------------------------------------------------------
-# Basic matrices and the Pauli-string convention (§2.1)
+# Basic matrices and the Pauli-string convention: character k of a string acts on qubit k,
+# qubit 0 is the leftmost Kronecker factor, and an occupied qubit is |1> (Z = -1)
 # ---------------------------------------------------------------------------------------
 
 
@@ -64,7 +68,7 @@ def test_basis_state_rejects_out_of_range():
 
 
 def test_initial_state_example_section_2_1():
-    # O = sum_q 10^q Z_q on 4 qubits, state [0, 1, 3] -> -911 (also §9 item 3).
+    # O = sum_q 10^q Z_q on 4 qubits, state [0, 1, 3] -> -911 (test_propagator_vectors.py item 3).
     n = 4
     obs = dr.pauli_operator_matrix({pauli_on({q: "Z"}, n): 10.0**q for q in range(n)}, n)
     assert dr.expectation(obs, [0, 1, 3], n) == pytest.approx(-911.0, abs=1e-12)
@@ -85,7 +89,8 @@ def test_reference_R_is_product_of_one_plus_sz():
 
 
 # ---------------------------------------------------------------------------------------
-# Jordan-Wigner Majoranas (§2.2)
+# Jordan-Wigner Majoranas: m_{2j} = Z_0...Z_{j-1} X_j, m_{2j+1} = Z_0...Z_{j-1} Y_j, Hermitian,
+# squaring to 1 and pairwise anticommuting
 # ---------------------------------------------------------------------------------------
 
 
@@ -141,7 +146,7 @@ def test_majorana_operator_matrix_uses_listed_order():
 
 
 # ---------------------------------------------------------------------------------------
-# Fermionic ladder operators (§2.3)
+# Fermionic ladder operators: c_j^dagger = (m_{2j} - i m_{2j+1}) / 2 = Z...Z |1><0|_j
 # ---------------------------------------------------------------------------------------
 
 
@@ -182,12 +187,15 @@ def test_ladder_majorana_coefficients_section_2_3():
     assert_terms_close(dr.majorana_decompose(dr.creation_matrix(0, n), n), {(0,): 0.5, (1,): -0.5j})
     assert_terms_close(dr.majorana_decompose(dr.number_matrix(0, n), n), {(): 0.5, (0, 1): 0.5j})
     hopping = dr.fermi_operator_matrix({((0, "+"), (1, "-")): 1.0, ((1, "+"), (0, "-")): 1.0}, n)
-    # (0,2) and (1,3) appear with coefficient 0 in the contract: absent here.
+    # (0,2) and (1,3) cancel: FermiOperator.get_majorana_operator keeps them with
+    # coefficient 0, the dense decomposition leaves them out.
     assert_terms_close(dr.majorana_decompose(hopping, n), {(0, 3): 0.5j, (1, 2): -0.5j})
 
 
 # ---------------------------------------------------------------------------------------
-# Bare products and the Hermitian basis (§1.2, §2.4)
+# Bare products and the Hermitian basis: the bare product m_S of w Majoranas is Hermitian
+# iff w mod 4 is 0 or 1, and i^{C(w,2)} m_S always is; a coefficient c on m_S is the
+# Hermitian-basis coefficient h = c / i^{C(w,2)}; a structural entry (S, g) is c = -g i^{C(w,2)}
 # ---------------------------------------------------------------------------------------
 
 
@@ -262,7 +270,8 @@ def test_pauli_commutation_rule():
 
 
 # ---------------------------------------------------------------------------------------
-# Gates exp(+i theta H) and circuit order (§2.5)
+# Gates exp(+i theta H) and circuit order: U = U_L ... U_1 (the first gate acts first); under
+# exp(+i theta c G) a term P anticommuting with G goes to cos(2c theta) P + i sin(2c theta) P G
 # ---------------------------------------------------------------------------------------
 
 
@@ -347,12 +356,13 @@ def test_commuting_multi_term_generator_factorises():
 
 
 # ---------------------------------------------------------------------------------------
-# Pictures (§2.6)
+# Pictures: Heisenberg evolves O -> U^dagger O U, Schrödinger evolves R = 2^n |ref><ref| ->
+# U R U^dagger; both give the same expectation value
 # ---------------------------------------------------------------------------------------
 
 
 def test_vacuum_state_on_one_mode_section_2_6():
-    # 2^n rho for the vacuum on 1 mode: {(): 1, (0,1): -1j} (also §9 item 5).
+    # 2^n rho for the vacuum on 1 mode: {(): 1, (0,1): -1j} (test_propagator_vectors.py item 5).
     assert_terms_close(dr.majorana_decompose(dr.reference_R([], 1), 1), {(): 1.0, (0, 1): -1j})
     assert_terms_close(dr.majorana_decompose(dr.reference_R([0], 1), 1), {(): 1.0, (0, 1): 1j})
 
@@ -442,7 +452,7 @@ def test_central_difference_on_known_function():
 
 
 def test_single_gate_gradient_is_minus_two_sin():
-    # §9 item 1: d/dtheta cos(2 theta) at 0.3 = -2 sin(0.6).
+    # test_propagator_vectors.py item 1: d/dtheta cos(2 theta) at 0.3 = -2 sin(0.6).
     obs = dr.pauli_string_matrix("ZZ")
     gens = [dr.pauli_string_matrix("XI")]
 
@@ -453,7 +463,8 @@ def test_single_gate_gradient_is_minus_two_sin():
 
 
 # ---------------------------------------------------------------------------------------
-# §9 dense numbers, computed with the reference only
+# The verified vectors (items 1-9 of test_propagator_vectors.py), computed with the
+# reference only
 # ---------------------------------------------------------------------------------------
 
 
@@ -545,7 +556,7 @@ def test_vector_8_non_fermionic_structural_circuit():
     ]
     u = dr.circuit_unitary(gens, params)
     obs = dr.majorana_operator_matrix({(1, 2, 3): -1j}, n)
-    expected = ITEM8_EXPECTED  # API §9.8
+    expected = ITEM8_EXPECTED  # vector item 8 of test_propagator_vectors.py
     assert_terms_close(dr.majorana_decompose(dr.heisenberg_operator(obs, u), n), expected, 1e-12)
 
 

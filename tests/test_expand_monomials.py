@@ -1,8 +1,13 @@
-"""expand_monomials and validate_parameter_mapping (API §2.5, §4.5, §4.6).
+"""expand_monomials and validate_parameter_mapping.
 
-The structural coefficient convention is checked three ways: the §2.5 examples, a table over
-weights 0..9, and a dense Jordan-Wigner simulation that rebuilds each gate from its expanded
-layers (``c = -g * i**C(w,2)``) and reproduces the verified vectors of §9.7 and §9.8.
+expand_monomials flattens gates into engine layers, one per generator term: the term's sorted
+slots, its coefficient, its parameter slot and its gate. A Majorana term ``c m_S`` with
+``w = |S|`` carries the structural coefficient ``g = -c / i**C(w,2)`` (so ``c = -g * i**C(w,2)``),
+a Pauli term its own coefficient. The structural convention is checked three ways: worked
+examples (``c = 1j`` on (4, 5) is ``g = -1``, ``c = 0.7`` on (0, 1, 2, 3) is ``g = 0.7``), a
+table over weights 0..9, and a dense Jordan-Wigner simulation that rebuilds each gate from its
+expanded layers and reproduces the verified vectors 7 and 8 of test_propagator_vectors.py.
+validate_parameter_mapping wants one entry per gate (or layer), with values covering 0..max.
 """
 
 from __future__ import annotations
@@ -84,7 +89,7 @@ def assert_terms_close(actual, expected):
         assert actual[key] == pytest.approx(value, abs=1e-10), key
 
 
-# --------------------------------------------------------------------------- §4.6 examples
+# --------------------------------------------------------------------------- worked examples
 
 
 class TestExamples:
@@ -92,9 +97,8 @@ class TestExamples:
         gates = [mgate({(0, 2): 1j, (1, 3): 1j}, 2), mgate({(0, 1, 2, 3): 0.5}, 2)]
         majoranas, coeffs, mapping, gate_indices = expand_monomials(gates, [0, 1], 2)
         assert majoranas == [(0, 2), (1, 3), (0, 1, 2, 3)]
-        # API.md §4.6 prints -0.5 for the last entry, but that contradicts §2.5
-        # ("g=0.7 on (0,1,2,3) ≡ c=0.7") and the dense-verified vector §9.7 (see
-        # TestDenseVectors); g = -c / i^C(4,2) = -0.5 / -1 = +0.5.
+        # The last entry is g = -c / i^C(4,2) = -0.5 / -1 = +0.5, as c = 0.7 on (0,1,2,3) is
+        # g = 0.7 (TestStructuralCoefficients) and as the dense vectors confirm (TestDenseVectors).
         assert coeffs == [-1.0, -1.0, 0.5]
         assert mapping == [0, 0, 1]
         assert gate_indices == [0, 0, 1]
@@ -115,7 +119,7 @@ class TestExamples:
 
 
 class TestStructuralCoefficients:
-    # (monomial, Hermitian bare coefficient c, structural g), API.md §2.5.
+    # (monomial, Hermitian bare coefficient c, structural g), with g = -c / i^C(w,2).
     EXAMPLES = [
         ((4, 5), 1j, -1.0),
         ((0, 1, 2, 3), 0.7, 0.7),
@@ -234,7 +238,7 @@ class TestLayout:
 
 
 class TestDenseVectors:
-    """API.md §9 vectors, recomputed densely from the expanded layers."""
+    """The verified vectors of test_propagator_vectors.py, recomputed densely from the layers."""
 
     def test_vector_7_weight_four(self):
         circuit = Circuit.from_dense_arrays([(1, 2, 3, 4)], [1.0], [0], 5, [math.pi / 6])
@@ -271,7 +275,7 @@ class TestDenseVectors:
         assert_terms_close(evolved, {(0, 1): 0.8253356149096783j, (0, 2): -0.5646424733950354j})
 
 
-# --------------------------------------------------------------------------- §4.5
+# ------------------------------------------------------------- validate_parameter_mapping
 
 
 class TestValidateParameterMapping:

@@ -1,4 +1,13 @@
-"""FermiString and FermiOperator (API §2.3, §3.5, §3.6), checked against dense JW ladders."""
+"""FermiString and FermiOperator, checked against dense Jordan-Wigner ladders.
+
+A ``FermiString`` is a product of ladder operators ``(j, '+')`` = c_j^† and ``(j, '-')`` = c_j,
+stored as given; its canonical form (creators, then annihilators, each by ascending mode)
+carries the sign of the reordering as if every pair anticommuted. A ``FermiOperator`` is
+parallel lists of strings and coefficients on ``num_modes`` modes. Its Majorana image uses
+``c_j^† = (m_{2j} - i m_{2j+1}) / 2`` and ``c_j = (m_{2j} + i m_{2j+1}) / 2`` and keeps zero
+entries, e.g. ``c_0^† -> {(0,): 0.5, (1,): -0.5j}`` and
+``n_0 = c_0^† c_0 -> {(): 0.5, (0, 1): 0.5j}``.
+"""
 
 import copy
 import pickle

@@ -1,5 +1,13 @@
 """Graph replay semantics: replay vs fresh propagation, functionals (stale, mapping,
-orphaned), the failure rules of the seed (invalid propagators), pare_threshold, progress."""
+orphaned), failures (invalid propagators), pare_threshold, progress, copies and overlap.
+
+The failure rule: an argument error is raised before anything changes and leaves the
+propagator usable; a failure part way through an operation (build, propagate, evaluate,
+contract, update) leaves it invalid, and every later call on it, on its functionals or
+copies raises InvalidPropagatorError telling the user to construct a new propagator, while a
+copy made before the failure is untouched. Calls on one propagator must not overlap: a
+reentrant call from a progress callback or a concurrent call from another thread is refused.
+"""
 
 from __future__ import annotations
 

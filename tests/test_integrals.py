@@ -1,9 +1,10 @@
-"""integrals_to_fermion (API §8.1) against an independent dense second-quantised Hamiltonian.
+"""integrals_to_fermion against an independent dense second-quantised Hamiltonian.
 
 Dense reference: H = h0 + sum_pq h1[p,q] a_p^† a_q + 1/2 sum_pqrs (pq|rs) a_p^† a_r^† a_s a_q
 over spin-orbitals (alpha 0..k-1, beta k..2k-1), chemists' notation, where a spin-orbital
-integral is zero unless spin(p) = spin(q) and spin(r) = spin(s). The h2 blocks are used as
-§8.1's formula indexes them: h2[0] alpha-alpha, h2[1] (alpha alpha|beta beta), h2[2] beta-beta.
+integral is zero unless spin(p) = spin(q) and spin(r) = spin(s). The h2 blocks are indexed as
+integrals_to_fermion reads them: h2[0] alpha-alpha, h2[1] the opposite-spin block
+(alpha alpha|beta beta), i.e. p, q alpha and r, s beta, and h2[2] beta-beta.
 """
 
 import numpy as np

@@ -1,4 +1,12 @@
-"""Majorana and MajoranaOperator (API §2.4, §3.3, §3.4)."""
+"""Majorana and MajoranaOperator.
+
+A ``Majorana`` is a bare product ``m_S`` of distinct, sorted, non-negative indices;
+``from_unsorted`` sorts any index list with the sign of the permutation and cancels equal
+pairs (``m_k^2 = 1``), e.g. ``(5, 4, 1) -> (1, 4, 5)`` with sign -1. A ``MajoranaOperator``
+maps such products to complex coefficients on ``num_modes`` modes (``2 * num_modes``
+Majoranas); unsorted keys are canonicalised the same way and equal keys summed. The bare
+product of weight w is Hermitian only for w mod 4 in {0, 1}; ``i^{C(w,2)} m_S`` always is.
+"""
 
 import copy
 import itertools
@@ -250,7 +258,7 @@ class TestAllPairwiseCommute:
 
 
 class TestHermitianBasisExamples:
-    """§2.4: the documented Hermitian operators really are Hermitian, and {(0,1): 1j} = -Z_0."""
+    """Hermitian examples (coefficient phase i^{C(w,2)}) are Hermitian; {(0,1): 1j} = -Z_0."""
 
     @pytest.mark.parametrize(
         "terms",

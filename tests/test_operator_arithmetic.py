@@ -1,4 +1,12 @@
-"""Operator arithmetic (API §3 intro, §10): checked against dense matrix algebra."""
+"""Operator arithmetic, checked against dense matrix algebra.
+
+``+``, ``-``, negation, scalar ``*`` and ``/`` and the operator product (``*`` and ``@``) of
+Pauli, Majorana and Fermi operators match the same operations on their matrices. Operands
+must be of the same class and width (a width mismatch is a ValueError naming both, any other
+operand a TypeError); results are new operators and the operands are unchanged. A
+PauliOperator keeps real coefficients, so a product or scalar that would make one complex
+raises ValueError.
+"""
 
 import itertools
 

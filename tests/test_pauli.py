@@ -1,4 +1,12 @@
-"""Pauli and PauliOperator (API §2.1, §2.2, §3.1, §3.2), JW checked against dense matrices."""
+"""Pauli and PauliOperator, with the Jordan-Wigner image checked against dense matrices.
+
+A ``Pauli`` is a string of letters X, Y, Z on distinct non-negative qubits, kept in canonical
+form (identities removed, qubits sorted); a plain string puts character k on qubit k. A
+``PauliOperator`` maps Paulis to real coefficients on a given number of qubits (equal keys
+summed, zeros kept). Its Majorana image uses ``X_j = Z_0...Z_{j-1} m_{2j}``,
+``Y_j = Z_0...Z_{j-1} m_{2j+1}`` and ``Z_j = -i m_{2j} m_{2j+1}``, e.g. ``Z -> {(0, 1): -1j}``
+and ``IX -> {(0, 1, 2): -1j}``; its local form puts X_q on slot 2q, Y_q on 2q+1 and Z_q on both.
+"""
 
 import copy
 import itertools

@@ -1,6 +1,10 @@
-"""API §6 error table and the validation notes of §5.1-5.9.
+"""Errors of the propagator API: a bad argument raises its exception before anything changes.
 
-Every bad call checks the exception type and the contract's message fragment, then checks
+Covered: construction (mode count, Hermiticity of the observable, initial state, cutoff and
+tolerance types), the settable configuration (cutoff, lower/upper_atol, cutoff_type), the checks
+build_graph and propagate make on a circuit, the parameter mapping, evaluation and functionals,
+evolved_operator_coefficients, update_initial_operator, and comm= and the routing variables.
+Every bad call checks the exception type and the expected message fragment, then checks
 that the object it was made on still works and is unchanged (same expectation value, same
 graph size, same settings), because argument errors must be raised before anything changes.
 """
@@ -98,7 +102,8 @@ def assert_fresh_and_usable(prop, family, state=()):
 
 
 # ---------------------------------------------------------------------------------------
-# Construction (§1.5, §5.1)
+# Construction: 1 <= num_modes <= 1024, a Hermitian observable, initial-state entries that
+# are mode indices, a keyword-only non-negative integer cutoff, upper_atol >= lower_atol
 # ---------------------------------------------------------------------------------------
 
 
@@ -243,7 +248,8 @@ def test_monomial_propagator_is_abstract():
 
 
 # ---------------------------------------------------------------------------------------
-# Settable configuration (§5.8, §5.9)
+# Settable configuration: cutoff and the tolerances keep lower_atol <= upper_atol (None
+# clears either); cutoff_type is settable only on MajoranaPropagator; schrodinger is read-only
 # ---------------------------------------------------------------------------------------
 
 
@@ -339,7 +345,9 @@ def test_num_qubits_only_on_pauli_propagator():
 
 
 # ---------------------------------------------------------------------------------------
-# build_graph / propagate pre-checks (§5.2)
+# build_graph / propagate pre-checks, in order: the circuit's initial state (compared as a
+# set), its width, 0 < only_rotate_len_k <= 2*num_modes, its family, Hermitian generators;
+# a failed check records nothing
 # ---------------------------------------------------------------------------------------
 
 
@@ -448,7 +456,7 @@ def test_seed_parameters_wrong_length(family):
     with pytest.raises(RuntimeError, match="length of parameters"):
         prop.build_graph(one_gate_circuit(family, parameters=()), seed_parameters=[0.1, 0.2])
     assert_fresh_and_usable(prop, family)  # retry-safe
-    # Extending: the seed covers the whole accumulated axis (2 parameters now).
+    # Extending: seed_parameters covers the whole accumulated axis (2 parameters now).
     with pytest.raises(RuntimeError, match="length of parameters"):
         prop.build_graph(one_gate_circuit(family, parameters=()), seed_parameters=[0.3])
     assert_graph_intact(prop, family)
@@ -483,7 +491,7 @@ def test_propagate_with_stored_graph(family):
 
 
 # ---------------------------------------------------------------------------------------
-# Parameter mapping (§5.3)
+# Parameter mapping: one entry per graph layer or per gate, contiguous from 0
 # ---------------------------------------------------------------------------------------
 
 
@@ -526,7 +534,8 @@ def test_parameter_mapping_setter_errors(family):
 
 
 # ---------------------------------------------------------------------------------------
-# Evaluation (§5.4, §5.6)
+# Evaluation: the parameter vector has exactly n_parameters entries (none without a graph),
+# as a list, tuple, 1-D array or bound Circuit; contract_partially in place consumes the graph
 # ---------------------------------------------------------------------------------------
 
 EVALUATORS = [
@@ -606,7 +615,8 @@ def test_evolved_operator_needs_parameters_with_graph(family):
 
 
 # ---------------------------------------------------------------------------------------
-# Functionals (§5.5)
+# Functionals: a functional goes stale (RuntimeError) once the graph or the operator changes
+# (build_graph, update_initial_operator, contract_partially in place), not on settings
 # ---------------------------------------------------------------------------------------
 
 FUNCTIONALS = [
@@ -677,7 +687,8 @@ def test_functional_wrong_parameter_length(family, factory):
 
 
 # ---------------------------------------------------------------------------------------
-# evolved_operator_coefficients (§5.6)
+# evolved_operator_coefficients: monomials of the propagator's own family, indices sorted,
+# distinct and in range; an absent monomial has coefficient 0
 # ---------------------------------------------------------------------------------------
 
 
@@ -718,7 +729,8 @@ def test_pauli_coefficient_queries():
 
 
 # ---------------------------------------------------------------------------------------
-# update_initial_operator (§5.7)
+# update_initial_operator: Heisenberg updates only terms already present (the others are
+# zeroed, the identity kept); a Schrödinger update replaces the observable; both must be Hermitian
 # ---------------------------------------------------------------------------------------
 
 
@@ -769,7 +781,9 @@ def test_schrodinger_update_replaces_observable():
 
 
 # ---------------------------------------------------------------------------------------
-# comm= in a build without MPI, and the routing variables (seed "MPI distribution")
+# comm= in a build without MPI (a single-rank communicator runs serially, more ranks are an
+# error), and the routing variables monoprop_ROUTING and monoprop_ROUTING_SEED (a bad value
+# raises at construction, naming the variable)
 # ---------------------------------------------------------------------------------------
 
 

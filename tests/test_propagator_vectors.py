@@ -1,7 +1,10 @@
-"""API §9 items 1-9: the verified numeric vectors, through the public monoprop API.
+"""Verified numeric vectors (items 1-9 below), through the public monoprop API.
 
-Each expected number is the one written in the contract; where the dense reference can
-compute the same quantity it is checked too (tests/dense_reference.py, no monoprop inside).
+Small fixed problems with known results: single Pauli and Majorana rotations, reference
+states, a hopping gate, the Schrödinger vacuum state, contraction without gates, structural
+(dense-array) circuits, and the order of repeated build_graph calls in both pictures. Each
+expected number is written here as a literal; where the dense reference can compute the same
+quantity it is checked too (tests/dense_reference.py, no monoprop inside).
 """
 
 import math
@@ -22,7 +25,7 @@ from monoprop import (
 
 COS06 = 0.8253356149096783  # cos(0.6)
 SIN06 = 0.5646424733950354  # sin(0.6)
-# evolved_operator rounds real and imaginary parts to 12 decimal places (§5.6).
+# evolved_operator rounds real and imaginary parts to 12 decimal places.
 ROUNDED = 1e-14
 
 
@@ -58,7 +61,7 @@ def test_vector_1_from_circuit_evolved_operator():
     assert evolved.num_qubits == 2
     terms = pauli_strings(evolved, 2)
     assert set(terms) == {"ZZ", "YZ"}
-    # The contract's numbers are the 12-decimal rounded values.
+    # The expected numbers are the 12-decimal rounded values evolved_operator reports.
     assert terms["ZZ"] == pytest.approx(0.82533561491, abs=ROUNDED)
     assert terms["YZ"] == pytest.approx(-0.564642473395, abs=ROUNDED)
     assert all(isinstance(c, float) for c in evolved.terms.values())
@@ -90,7 +93,7 @@ def test_vector_1_graph(bound):
     assert prop.size() == 2
     contracted = prop.contract_partially([0.3], inplace=False)
     assert isinstance(contracted, np.ndarray) and contracted.dtype == np.float64
-    # Order is implementation-defined (§5.6).
+    # contract_partially returns coefficients in store order, which is not specified: sort.
     np.testing.assert_allclose(np.sort(contracted), sorted([COS06, -SIN06]), rtol=0, atol=1e-12)
     # A pure query: the graph is still there and gives the same numbers.
     assert prop.graph_layers == 1

@@ -1,4 +1,11 @@
-"""Qiskit conversion (API §7), checked against dense matrices built here.
+"""Qiskit conversion, checked against dense matrices built here.
+
+A Qiskit SparsePauliOp, SparseObservable or Pauli becomes a PauliOperator and a PauliOperator
+a SparsePauliOp; a Qiskit circuit of Pauli rotations becomes a Pauli-family Circuit and a bound
+Circuit a Qiskit circuit of PauliEvolutionGates. Two conventions are translated: every Pauli
+label is reversed (monoprop's ``"XZ"`` is Qiskit's ``"ZX"``), and since monoprop gates are
+``exp(+iθH)`` while Qiskit's rotations are ``exp(-i t P / 2)``, the generator is negated and
+the angle kept (``rx(t)`` becomes ``ExpGate(-0.5·X)`` at angle ``t``).
 
 The dense helpers know both qubit orders: monoprop's (qubit 0 = leftmost Kronecker factor)
 and Qiskit's (qubit 0 = rightmost). Unitaries are compared with ``qiskit.quantum_info.Operator``

@@ -1,7 +1,9 @@
-"""The sharded OpenMP runtime (seed "Sharded OpenMP runtime", API §10).
+"""The sharded OpenMP runtime.
 
-A propagator splits its operator into T shards, T = the thread budget read once from
-``monoprop_NUM_THREADS`` at construction. This file checks:
+A propagator splits its operator into T shards, one per OpenMP thread, and runs every
+operation on one team of T threads; T is the thread budget read once from
+``monoprop_NUM_THREADS`` at construction. Results agree across T to rounding, and a fixed T
+is bitwise reproducible. This file checks:
 
 1. parsing of ``monoprop_NUM_THREADS`` (each case in a fresh interpreter): decimal digits
    for 1..2147483647 with leading zeros allowed, the OpenMP default when unset, a

@@ -1,10 +1,24 @@
-"""API §5.10 truncation rules and §5.11 Schrödinger specifics, on hand-computed values.
+"""Truncation rules and the Schrödinger state expansion, on hand-computed values.
+
+The rule: a gate ``exp(+i theta h G)`` rotates each held term ``a`` that anticommutes with
+``G`` towards its partner ``b ~ a G`` by ``phi = 2 h theta``. ``a`` is *active* when
+``|sin(phi) c_a| > lower_atol`` (strictly; always without lower_atol or in a structural
+build); an active ``a`` *asks* for ``b`` when ``b`` passes the cutoff (length, support or
+Pauli weight ``<= cutoff``; a fully paired Majorana monomial or a Pauli Z-string always
+passes) or when ``|sin(phi) c_a| > upper_atol``. A held pair rotates both ways when one of
+the two asked; a missing partner is born only from an asking term; every other anticommuting
+term is only scaled by ``cos(phi)``. No held term, and nothing of the initial operator, is
+ever dropped. ``only_rotate_len_k = k`` leaves terms of more than k slots untouched.
+Schrödinger: the state ``prod_j (1 ± Z_j)`` is expanded to products of at most
+``ceil(schrodinger_cutoff / 2)`` factors ``Z_j`` (Pauli: ``schrodinger_cutoff`` factors), and
+its evolution is then truncated by ``cutoff``.
 
 Gates are structural ``g = 1`` gates from ``Circuit.from_dense_arrays`` unless stated, so a
-gate on monomial G is ``exp(+i theta c m_G)`` with ``c = -i^{C(w,2)}`` (§2.5). Each expected
-coefficient below is derived by hand with ``P -> cos(2c theta) P + i sin(2c theta) P G``
-(Hermitian-basis G, §2.5); the untruncated cases are also checked against the dense
-reference so that the hand algebra itself is tested.
+gate on monomial G is ``exp(+i theta c m_G)`` with ``c = -i^{C(w,2)}`` (the structural
+coefficient ``c = -g i^{C(w,2)}`` at ``g = 1``). Each expected coefficient below is derived by
+hand with ``P -> cos(2c theta) P + i sin(2c theta) P G`` for ``P`` anticommuting with the
+Hermitian-basis monomial ``G = i^{C(w,2)} m_G``; the untruncated cases are also checked
+against the dense reference so that the hand algebra itself is tested.
 """
 
 import math
@@ -589,7 +603,8 @@ def test_only_rotate_none_is_identical_to_omitting_it():
 
 
 # ---------------------------------------------------------------------------------------
-# §5.11: Schrödinger initial state expansion
+# Schrödinger initial state expansion: 2^n rho = prod_j (1 ± Z_j), - for occupied modes,
+# kept up to products of p = ceil(min(sc, 2n) / 2) factors Z_j (Pauli: min(sc, n) factors)
 # ---------------------------------------------------------------------------------------
 
 
@@ -615,7 +630,7 @@ def expected_pauli_state(n, occupied, p):
     return out
 
 
-# Contract values for sc = 1..6; 0, 7, 8, 100 follow from p = ceil(min(sc, 2n) / 2).
+# Term counts sum_{k<=p} C(4, k) on 4 modes, p = ceil(min(sc, 2n) / 2): 1, 5, 11, 15, 16.
 @pytest.mark.parametrize(
     "sc,count,max_length",
     [
@@ -682,7 +697,7 @@ def test_pauli_schrodinger_max_weight_equals_cutoff(sc):
 
 
 # ---------------------------------------------------------------------------------------
-# §5.11: evolution of the state is truncated by `cutoff`, not by `schrodinger_cutoff`
+# Schrödinger: evolution of the state is truncated by `cutoff`, not by `schrodinger_cutoff`
 # ---------------------------------------------------------------------------------------
 # Pauli, vacuum, gate X0X1 at 0.3: U Z0 U^dagger = cos(0.6) Z0 + sin(0.6) Y0X1, so
 # <Y0X1> = sin(0.6) iff the weight-2 partner survives.

@@ -1,9 +1,9 @@
 """A slow, plainly written Pauli propagator with monoprop's truncation rule.
 
 Independent of monoprop: Pauli strings are full-width letter strings, products are
-computed letter by letter, and the rule is written out as the documentation states
-it. For a layer exp(+i theta G) (Heisenberg, phi = 2 theta, sn = sin phi, cs = cos phi)
-and each term P anticommuting with G:
+computed letter by letter, and the rule is written out as MonomialPropagator's docstring
+(monoprop/monomial_propagator.py) states it. For a layer exp(+i theta G) (Heisenberg,
+phi = 2 theta, sn = sin phi, cs = cos phi) and each term P anticommuting with G:
 
 * P is *active* when ``|sn * c_P| > lower_atol`` (always without lower_atol);
 * an active P tests its partner Q ~ P G: ``weight(Q) <= cutoff``, or Q is a Z-string,

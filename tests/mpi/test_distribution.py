@@ -1,4 +1,10 @@
-"""MPI distribution against the single-process propagator (seed "MPI distribution").
+"""MPI distribution against the single-process propagator.
+
+Each rank keeps the terms routed to it. ``monoprop_ROUTING=linear`` (the default) picks the
+rank with a GF(2)-linear hash of the monomial and needs a power-of-two rank count;
+``splitmix`` works for any count; ``monoprop_ROUTING_SEED`` seeds the routing basis, which
+changes where terms live but not the results. Both variables must match on every rank, or
+construction raises on every rank.
 
 Run under mpiexec with pytest-mpi, for example
 ``mpiexec -n 4 pytest --with-mpi tests/mpi``. Every rank builds the same problem

@@ -1,4 +1,10 @@
-"""What MPI launches do on failure and misuse (seed "MPI and threads", "Failed operations").
+"""What MPI launches do on failure and misuse.
+
+With more than one rank, a failure during an operation prints the rank and the error and
+aborts the launch (MPI_Abort), since the other ranks cannot be told; on a single rank the
+original exception is raised and the propagator is invalid afterwards. MPI must be
+initialised with at least MPI_THREAD_FUNNELED (SINGLE is refused, naming the remedy), and a
+call from a thread other than the one that initialised MPI aborts that process.
 
 Each case launches its own ``mpiexec`` (or a singleton MPI process) in a subprocess, under a
 timeout, because its outcome is an aborted process. They run from one process
