@@ -67,7 +67,7 @@ def test_basis_state_rejects_out_of_range():
         dr.basis_state([3], 3)
 
 
-def test_initial_state_example_section_2_1():
+def test_initial_state_example():
     # O = sum_q 10^q Z_q on 4 qubits, state [0, 1, 3] -> -911 (test_propagator_vectors.py item 3).
     n = 4
     obs = dr.pauli_operator_matrix({pauli_on({q: "Z"}, n): 10.0**q for q in range(n)}, n)
@@ -118,7 +118,7 @@ def test_majorana_definition_strings():
         )
 
 
-def test_jw_identities_section_2_2():
+def test_jw_identities():
     n = 3
 
     def m(*indices):
@@ -169,7 +169,7 @@ def test_canonical_anticommutation_relations(n):
         assert_matrix_equal(ci @ cj + cj @ ci, 0 * eye)
 
 
-def test_number_operator_forms_section_2_3():
+def test_number_operator_forms():
     n = 3
     for j in range(n):
         nj = dr.number_matrix(j, n)
@@ -182,7 +182,7 @@ def test_number_operator_forms_section_2_3():
         assert dr.expectation(nj, [], n) == pytest.approx(0.0)
 
 
-def test_ladder_majorana_coefficients_section_2_3():
+def test_ladder_majorana_coefficients():
     n = 2
     assert_terms_close(dr.majorana_decompose(dr.creation_matrix(0, n), n), {(0,): 0.5, (1,): -0.5j})
     assert_terms_close(dr.majorana_decompose(dr.number_matrix(0, n), n), {(): 0.5, (0, 1): 0.5j})
@@ -204,7 +204,7 @@ def test_hermitian_phase_values():
     assert [dr.hermitian_phase(w) for w in range(9)] == expected
 
 
-def test_antihermitian_generator_correction_values_section_1_2():
+def test_antihermitian_generator_correction_values():
     # i^(C(w,2)+1) for w = 0..9.
     expected = [1j, 1j, -1, 1, -1j, -1j, 1, -1, 1j, 1j]
     assert [1j * dr.hermitian_phase(w) for w in range(10)] == expected
@@ -229,12 +229,12 @@ def test_bare_product_hermiticity_depends_on_weight_mod_4():
         {(0, 1, 2, 3, 4, 5): 1j},
     ],
 )
-def test_hermitian_examples_section_2_4(terms):
+def test_hermitian_examples(terms):
     mat = dr.majorana_operator_matrix(terms, 3)
     assert_matrix_equal(mat, mat.conj().T)
 
 
-def test_hermitian_basis_coefficient_examples_section_2_4():
+def test_hermitian_basis_coefficient_examples():
     assert dr.hermitian_basis_coefficients({(0, 1, 2, 4): 1.0}) == {(0, 1, 2, 4): -1.0}
     assert dr.hermitian_basis_coefficients({(0, 1): 1j}) == {(0, 1): 1.0}
     assert dr.hermitian_basis_coefficients({(2,): 0.7}) == {(2,): 0.7}
@@ -242,7 +242,7 @@ def test_hermitian_basis_coefficient_examples_section_2_4():
     assert_matrix_equal(dr.majorana_operator_matrix({(0, 1): 1j}, 2), -dr.pauli_string_matrix("ZI"))
 
 
-def test_structural_coefficient_examples_section_2_5():
+def test_structural_coefficient_examples():
     assert dr.structural_to_bare((4, 5), -1.0) == 1j
     assert dr.structural_to_bare((0, 1, 2, 3), 0.7) == pytest.approx(0.7)
     assert dr.structural_to_bare((1,), 1.0) == -1
@@ -298,7 +298,7 @@ def test_gate_angles_follow_mapping():
     assert dr.gate_angles([0.1, 0.2], None) == [0.1, 0.2]
 
 
-def test_worked_example_zz_under_x0_section_2_5():
+def test_worked_example_zz_under_x0():
     n = 2
     u = dr.circuit_unitary([dr.pauli_string_matrix("XI")], [THETA])
     evolved = dr.real_coefficients(
@@ -361,7 +361,7 @@ def test_commuting_multi_term_generator_factorises():
 # ---------------------------------------------------------------------------------------
 
 
-def test_vacuum_state_on_one_mode_section_2_6():
+def test_vacuum_state_on_one_mode():
     # 2^n rho for the vacuum on 1 mode: {(): 1, (0,1): -1j} (test_propagator_vectors.py item 5).
     assert_terms_close(dr.majorana_decompose(dr.reference_R([], 1), 1), {(): 1.0, (0, 1): -1j})
     assert_terms_close(dr.majorana_decompose(dr.reference_R([0], 1), 1), {(): 1.0, (0, 1): 1j})

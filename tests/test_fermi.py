@@ -163,7 +163,7 @@ class TestFermiOperatorIsclose:
 
 
 class TestFermiToMajorana:
-    def test_api_examples(self):
+    def test_documented_examples(self):
         cdag0 = FermiOperator([[(0, "+")]], [1.0], 1).get_majorana_operator()
         assert cdag0.terms == {(0,): 0.5, (1,): -0.5j}
         n0 = FermiOperator([[(0, "+"), (0, "-")]], [1.0], 1).get_majorana_operator()

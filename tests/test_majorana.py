@@ -74,7 +74,7 @@ class TestFromUnsorted:
             ((0, 0, 0), Majorana(0), 1.0),
         ],
     )
-    def test_api_examples(self, indices, majorana, sign):
+    def test_documented_examples(self, indices, majorana, sign):
         out, s = Majorana.from_unsorted(*indices)
         assert out == majorana
         assert s == sign and type(s) is float
@@ -110,7 +110,7 @@ class TestMajoranaOperatorConstruction:
             ({(1, 0): 1j, (2, 0, 1): 1}, {(0, 1): -1j, (0, 1, 2): 1}),
         ],
     )
-    def test_api_examples(self, terms, expected):
+    def test_documented_examples(self, terms, expected):
         op = MajoranaOperator(terms, 2)
         assert op.terms == expected
         assert list(op.terms) == list(expected)

@@ -233,7 +233,7 @@ class TestJordanWigner:
             ("IZ", {(2, 3): -1j}),
         ],
     )
-    def test_api_examples(self, label, expected):
+    def test_documented_examples(self, label, expected):
         out = PauliOperator({label: 1}, len(label)).get_majorana_operator()
         assert out.terms == expected
         assert out.num_modes == len(label)
