@@ -302,6 +302,12 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         and borrows the propagator: keep the propagator alive while you use it.
         ``fn.check()`` raises the error a call would raise, without replaying: a cache of
         earlier results uses it to tell whether they still hold.
+
+        ``pare_threshold`` (default ``None``, which replays the graph exactly; a coefficient
+        magnitude, ``>= 0``): in each replay, a recorded rotation of a pair whose larger
+        coefficient ``c`` has ``|sin(phi) * c| < pare_threshold`` is applied as its
+        ``cos(phi)`` scaling only, dropping rotated parts smaller than the threshold. The graph
+        itself is unchanged. Typical: ``1e-10`` to ``1e-12``.
         """
         engine, mapping = self._functional_state()
         pare = _pare(pare_threshold)

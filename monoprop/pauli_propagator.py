@@ -51,11 +51,7 @@ class PauliPropagator(MonomialPropagator[PauliOperator]):
       ranks (see :class:`MonomialPropagator`).
 
     ``pare_threshold`` of :meth:`expectation_value_functional` and
-    :meth:`expectation_value_and_gradient_functional` (default ``None``, which replays the
-    graph exactly; a coefficient magnitude, ``>= 0``): in each replay, a recorded rotation of a
-    pair whose larger coefficient ``c`` has ``|sin(phi) * c| < pare_threshold`` is applied as
-    its ``cos(phi)`` scaling only, dropping rotated parts smaller than the threshold. The graph
-    itself is unchanged. Typical: ``1e-10`` to ``1e-12``.
+    :meth:`expectation_value_and_gradient_functional`: see the former.
 
     ``only_rotate_len_k`` of :meth:`build_graph` and :meth:`propagate` (default ``None``, all
     terms): only held terms of at most ``k`` slots are rotated by the gates, where X and Y count
