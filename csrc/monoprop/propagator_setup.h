@@ -163,7 +163,10 @@ template <typename A, int W, typename I>
 void Propagator<A, W, I>::check_parameters(const std::vector<double>& parameters, std::int32_t expected) const {
   if (static_cast<std::int64_t>(parameters.size()) != expected)
     throw UsageError("Invalid functional call. Parameter length " + std::to_string(parameters.size()) +
-                     " does not match the expected number of parameters " + std::to_string(expected) + ".");
+                     " does not match the expected number of parameters " + std::to_string(expected) +
+                     ". Pass a vector of " + std::to_string(expected) +
+                     " values: one per graph parameter (after a Heisenberg build_graph extension the new "
+                     "circuit's parameters come first).");
 }
 
 // Argument checks of an evaluation; returns the per-layer parameter indices
