@@ -7,13 +7,20 @@ from typing import Any
 
 import numpy as np
 
-from .validation import check_int
+from .validation import check_finite, check_finite_array, check_int
 
 ParameterValues = Any  # None | Sequence[float] | numpy.ndarray | Circuit
 
+# How to fix a parameter vector with a NaN or infinite entry.
+PARAMETER_FIX = "pass a finite angle for every parameter"
 
-def parameter_list(parameters: ParameterValues) -> list[float]:
-    """``None`` → ``[]``; a Circuit → its ``parameters``; else each value through ``float``."""
+
+def parameter_list(parameters: ParameterValues, name: str = "parameters") -> list[float]:
+    """``None`` → ``[]``; a Circuit → its ``parameters``; else each value through ``float``.
+
+    A NaN or infinite value is refused (``ValueError`` naming ``name``, the first bad index and
+    its value).
+    """
     if parameters is None:
         return []
     if hasattr(parameters, "parameters") and hasattr(parameters, "resolved_mapping"):
@@ -23,8 +30,11 @@ def parameter_list(parameters: ParameterValues) -> list[float]:
             raise ValueError(
                 f"parameters must be a 1-D array; got shape {parameters.shape}. Pass a flat vector."
             )
-        return parameters.astype(np.float64).tolist()
-    return [float(x) for x in parameters]
+        values = parameters.astype(np.float64)
+    else:
+        values = np.array([float(x) for x in parameters], dtype=np.float64)
+    check_finite_array(values, name, fix=PARAMETER_FIX)
+    return values.tolist()
 
 
 def cutoff_value(value: Any, name: str = "cutoff") -> int:
@@ -42,12 +52,12 @@ def cutoff_value(value: Any, name: str = "cutoff") -> int:
 
 
 def optional_atol(value: Any, name: str) -> float | None:
-    """``None`` or a real number; else TypeError."""
+    """``None`` or a finite real number; else TypeError (not a real) or ValueError (NaN, inf)."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a float or None; got {value!r} ({type(value).__name__}).")
-    return float(value)
+    return check_finite(float(value), name, fix="pass a finite float (or None)")
 
 
 def occupied_modes(state: Any, n: int, what: str = "mode") -> list[int]:

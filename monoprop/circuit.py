@@ -26,10 +26,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
+from .arguments import PARAMETER_FIX
 from .encoding import HERMITIAN_ATOL, hermitian_phase, pauli_slots
 from .majorana import Majorana, MajoranaOperator
 from .pauli import PauliOperator
-from .validation import check_system_size
+from .validation import check_finite, check_finite_array, check_system_size
 
 __all__ = [
     "CircuitFamily",
@@ -51,7 +52,8 @@ class ExpGate:
     ``"majorana"``) or any object with ``get_majorana_operator()`` such as a ``FermiOperator``
     (converted, family ``"majorana"``). Terms with ``|coefficient| <= atol`` are dropped; the
     stored ``generator`` is a new operator. ``index`` is the gate's slot in the circuit's
-    parameter vector (``None`` = one slot per gate, in order).
+    parameter vector (``None`` = one slot per gate, in order). A NaN or infinite ``atol`` or
+    generator coefficient raises ``ValueError`` (a NaN term would otherwise be dropped).
 
     >>> from monoprop.pauli import PauliOperator
     >>> gate = ExpGate(PauliOperator({"XX": 0.5, "ZZ": 1e-12}, 2), index=0)
@@ -71,7 +73,15 @@ class ExpGate:
         _structural: bool = False,
     ) -> None:
         family, operator = _as_generator(generator)
-        self._atol = float(atol)
+        self._atol = check_finite(float(atol), "atol")
+        # The operator's constructor refused non-finite coefficients, but its terms may have been
+        # edited since.
+        check_finite_array(
+            list(operator.terms.values()),
+            "generator terms",
+            fix="give every term a finite coefficient",
+            labels=list(operator.terms),
+        )
         self._structural = bool(_structural)
         self.family: GateFamily = family
         self.generator = _drop_small_terms(operator, self._atol)
@@ -151,10 +161,11 @@ def _is_identity_gate(gate: ExpGate) -> bool:
 class Circuit:
     """Gates in application order on ``system_size`` qubits or modes.
 
-    ``parameters`` (empty = unbound) holds one angle per parameter slot; ``initial_state``
-    lists the occupied qubits/modes of the reference product state (``None`` = leave it to the
-    propagator). Under the default mapping (no gate sets ``index``), identity gates are dropped
-    together with their angles.
+    ``gates`` is a tuple (empty for a gateless circuit, whose ``family`` is ``"empty"``).
+    ``parameters`` (empty = unbound) holds one finite angle per parameter slot (NaN or infinite
+    raises ``ValueError``); ``initial_state`` lists the occupied qubits/modes of the reference
+    product state (``None`` = leave it to the propagator). Under the default mapping (no gate
+    sets ``index``), identity gates are dropped together with their angles.
 
     >>> from monoprop.pauli import PauliOperator
     >>> x0 = ExpGate(PauliOperator({"XI": 1.0}, 2))
@@ -177,9 +188,10 @@ class Circuit:
         gates = list(gates)
         _check_gates(gates, self.system_size)
         self.parameters: tuple[float, ...] = tuple(float(p) for p in parameters)
+        check_finite_array(self.parameters, "parameters", fix=PARAMETER_FIX)
         self._state_given: bool = initial_state is not None
         self.initial_state: tuple[int, ...] = _check_initial_state(initial_state, self.system_size)
-        self.gates: list[ExpGate] = gates
+        self.gates: tuple[ExpGate, ...] = tuple(gates)
         if all(g.index is None for g in gates):
             self._drop_identity_gates()
         self._check_parameter_count()
@@ -197,7 +209,7 @@ class Circuit:
                     "(identity gates included; they are dropped with their value) takes one."
                 )
             self.parameters = tuple(self.parameters[i] for i in keep)
-        self.gates = [self.gates[i] for i in keep]
+        self.gates = tuple(self.gates[i] for i in keep)
 
     def _check_parameter_count(self) -> None:
         mapping = self.resolved_mapping  # also validates the gates' indices
@@ -304,9 +316,10 @@ class Circuit:
         """Build a Majorana circuit from the "wire" format: parallel per-monomial arrays.
 
         ``gen_coeffs`` are real structural coefficients ``g``: monomial ``S`` with ``g`` is the
-        generator term ``-g * i**C(|S|, 2) * m_S``. Consecutive monomials
-        with the same ``param_ind`` form one gate with that index. The result always counts as
-        having an explicit initial state (vacuum when omitted).
+        generator term ``-g * i**C(|S|, 2) * m_S``; a NaN or infinite ``g`` raises
+        ``ValueError``. Consecutive monomials with the same ``param_ind`` form one gate with that
+        index; empty arrays give a gateless circuit (``gates == ()``, family ``"empty"``). The
+        result always counts as having an explicit initial state (vacuum when omitted).
 
         >>> c = Circuit.from_dense_arrays(
         ...     [(0, 1), (2, 3), (0, 3)], [0.5, -0.5, 1.0], [0, 0, 1], 2, [1.0, 2.0], [0, 1])
@@ -353,7 +366,7 @@ class Circuit:
 
     def __repr__(self) -> str:
         return (
-            f"Circuit(gates={self.gates!r}, parameters={self.parameters!r}, "
+            f"Circuit(gates={list(self.gates)!r}, parameters={self.parameters!r}, "
             f"initial_state={self.initial_state!r}, system_size={self.system_size})"
         )
 
@@ -415,8 +428,9 @@ def _dense_term(
         raise TypeError(
             f"gen_coeffs must be real structural coefficients; got {g!r} at position {pos}."
         )
+    value = check_finite(float(g), f"gen_coeffs[{pos}]", fix="pass finite structural coefficients")
     canonical, sign = Majorana.from_unsorted(*indices)
-    return tuple(canonical.indices), complex(float(g)) * sign
+    return tuple(canonical.indices), complex(value) * sign
 
 
 def validate_parameter_mapping(

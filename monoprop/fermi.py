@@ -19,7 +19,7 @@ import numpy as np
 
 from monoprop.majorana import MajoranaOperator, sort_with_parity
 from monoprop.operator_arithmetic import OperatorArithmetic
-from monoprop.validation import check_system_size
+from monoprop.validation import check_finite, check_system_size
 
 __all__ = ["FermiOperator", "FermiString", "MajoranaOperator"]
 
@@ -108,7 +108,8 @@ class FermiOperator(OperatorArithmetic):
     truncated by ``zip`` where they are combined). Supports ``+``, ``-``, scalar ``*``
     and ``/``, and ``*`` between operators (concatenating the ladder strings); no
     simplification is done, so compare with :meth:`isclose` or via
-    :meth:`get_majorana_operator`.
+    :meth:`get_majorana_operator`. A NaN or infinite coefficient, scalar factor or divisor
+    raises ``ValueError``.
 
     >>> hop = FermiOperator.from_dict({((0, "+"), (1, "-")): 1.0, ((1, "+"), (0, "-")): 1.0}, 2)
     >>> hop.get_majorana_operator().terms
@@ -127,6 +128,10 @@ class FermiOperator(OperatorArithmetic):
         self.num_modes = check_system_size(num_modes, argument_name="num_modes")
         self.terms = [FermiString(t) for t in terms]
         self.coefficients = list(coefficients)
+        for position, coefficient in enumerate(self.coefficients):
+            check_finite(
+                coefficient, f"coefficients[{position}]", fix="give every term a finite coefficient"
+            )
         for term in self.terms:
             for index, _ in term.expression:
                 if index >= self.num_modes:

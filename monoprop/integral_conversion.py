@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from monoprop.fermi import FermiOperator
+from monoprop.validation import check_finite, check_finite_array
 
 __all__ = ["integrals_to_fermion"]
 
@@ -30,7 +31,8 @@ def integrals_to_fermion(h0: float, h1: ArrayLike, h2: ArrayLike) -> FermiOperat
     ``((p,'+'),(q,'+'),(r,'-'),(s,'-'))`` with ``C/2``, where
     ``C = hh[pqrs] - hh[pqsr] - hh[qprs] + hh[qpsr]``; opposite spin, for all p, q, r, s,
     ``((p,'+'),(q+k,'+'),(r+k,'-'),(s,'-'))`` with ``hh[1,p,q,r,s]``. Coefficients with
-    ``|c| <= 1e-12`` are dropped.
+    ``|c| <= 1e-12`` are dropped. A NaN or infinite ``h0`` or integral raises ``ValueError``
+    naming it (a NaN would otherwise be dropped silently).
 
     >>> import numpy as np
     >>> h1 = np.zeros((2, 1, 1)); h1[:, 0, 0] = -1.0
@@ -52,6 +54,10 @@ def integrals_to_fermion(h0: float, h1: ArrayLike, h2: ArrayLike) -> FermiOperat
             f"h2 must have shape (3, k, k, k, k) = {(3, k, k, k, k)} to match h1 with k={k}; "
             f"got {two_body.shape}."
         )
+    fix = "pass finite integrals"
+    check_finite(h0, "h0", fix=fix)
+    check_finite_array(one_body, "h1", fix=fix)
+    check_finite_array(two_body, "h2", fix=fix)
     hh = two_body.transpose(0, 1, 3, 4, 2)  # hh[σ,p,q,r,s] = (ps|qr)_σ
     terms: dict[tuple, complex | float] = {}
 

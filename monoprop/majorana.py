@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from monoprop.operator_arithmetic import OperatorArithmeticWithMatmul
-from monoprop.validation import check_system_size
+from monoprop.validation import check_finite, check_system_size
 
 __all__ = ["Majorana", "MajoranaOperator"]
 
@@ -135,6 +135,8 @@ class MajoranaOperator(OperatorArithmeticWithMatmul):
     ``terms`` maps index tuples to Python ``complex``; ``num_modes`` n allows indices
     ``0 .. 2n-1``. Exact zeros are kept. Supports ``+``, ``-``, scalar ``*`` and ``/``,
     and the operator product ``*`` / ``@`` (signs from :meth:`Majorana.from_unsorted`).
+    A coefficient with a NaN or infinite part (even with ``skip_validation``), scalar factor
+    or divisor raises ``ValueError``.
 
     >>> op = MajoranaOperator({(1, 0): 1.0, (2, 3): -0.5j}, 2)
     >>> op
@@ -167,6 +169,8 @@ class MajoranaOperator(OperatorArithmeticWithMatmul):
         limit = 2 * self.num_modes
         terms: dict[tuple[int, ...], complex] = {}
         for key, value in pairs:
+            # Checked even with skip_validation: NaN or inf poisons every result.
+            check_finite(value, f"terms[{key!r}]", fix="give every term a finite coefficient")
             raw = _key_indices(key)
             majorana, sign = Majorana.from_unsorted(*raw)
             if check_range and raw and max(raw) >= limit:

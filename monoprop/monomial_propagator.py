@@ -11,11 +11,14 @@ anything changes.
 from __future__ import annotations
 
 import copy
+import os
 import sys
+import warnings
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -31,13 +34,18 @@ from .arguments import (
 from .circuit import Circuit, expand_monomials, validate_parameter_mapping
 from .core_arrays import LayerArrays, TermArrays
 from .exceptions import NumberOfModesInvalidError, StaleFunctionalError
-from .validation import check_int
+from .validation import check_finite, check_finite_array, check_int
 
 OperatorT = TypeVar("OperatorT")
 
 # Cutoffs beyond this are all equivalent (a term has at most 2048 slots); the
 # core stores the bound as a 64-bit integer.
 _CUTOFF_MAX = 2**62
+
+# The core reads the thread count from this variable; the upper-case spelling is a common slip.
+_THREADS_VARIABLE = "monoprop_NUM_THREADS"
+_WRONG_CASE_THREADS_VARIABLE = "MONOPROP_NUM_THREADS"
+_warned_wrong_case_threads = False  # the slip is reported once per process
 
 __all__ = ["MonomialPropagator"]
 
@@ -49,7 +57,14 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     runs on one team of that many threads. The count is read from ``monoprop_NUM_THREADS``
     (else the OpenMP default) when the propagator is constructed, and there is no argument for
     it. Results agree across thread counts to rounding; a fixed count is bitwise reproducible.
+    ``MONOPROP_NUM_THREADS`` (upper case) is not read; a construction while it is set and
+    ``monoprop_NUM_THREADS`` is not warns (a ``UserWarning``, once per process).
     Calls on one propagator must not overlap: a concurrent or reentrant call raises.
+
+    Numbers are refused with a ``ValueError`` naming the argument and the value, before
+    anything changes, when they are NaN or infinite: operator coefficients, tolerances
+    (``lower_atol``, ``upper_atol``, ``pare_threshold``, ``atol``), parameter vectors
+    (including ``seed_parameters`` and a circuit's bound parameters).
 
     ``comm`` (an mpi4py communicator, in a build with MPI) distributes the operator over its
     ranks: every rank constructs with the same arguments and makes the same calls. Values and
@@ -93,6 +108,8 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         upper_atol: float | None = None,
         comm: Any = None,
     ) -> None:
+        _warn_wrong_case_threads()
+        _check_coefficients(initial_operator, "initial_operator")
         keys, h, n = self._operator_terms(initial_operator)
         if n <= 0:
             raise NumberOfModesInvalidError(
@@ -184,9 +201,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         self._check_family(circuit)
         layers = self._layer_arrays(circuit)
         if seed_parameters is not None:
-            seed_values: list[float] | None = parameter_list(seed_parameters)
+            seed_values: list[float] | None = parameter_list(seed_parameters, "seed_parameters")
         elif self._engine.graph_layers == 0 and len(circuit.parameters) > 0:
-            seed_values = list(circuit.parameters)
+            seed_values = parameter_list(circuit.parameters, "circuit.parameters")
         else:
             seed_values = None
         with _layer_progress(self._engine, "build_graph", progress):
@@ -204,8 +221,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         self._check_state_and_width(circuit)
         self._check_family(circuit)
         layers = self._layer_arrays(circuit)
+        parameters = parameter_list(circuit.parameters, "circuit.parameters")
         with _layer_progress(self._engine, "propagate", progress):
-            self._engine.propagate(layers, list(circuit.parameters), k)
+            self._engine.propagate(layers, parameters, k)
 
     @classmethod
     def from_circuit(cls, circuit: Circuit, initial_operator: Any, **config: Any):
@@ -387,7 +405,8 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         self, parameters: ParameterValues = None, *, atol: float = 1e-12
     ) -> OperatorT:
         """The evolved operator (Heisenberg) or state ``2^n ρ(θ)`` (Schrödinger)."""
-        terms = TermArrays(*self._engine.evolved_terms(parameter_list(parameters), float(atol)))
+        atol = check_finite(float(atol), "atol")
+        terms = TermArrays(*self._engine.evolved_terms(parameter_list(parameters), atol))
         return self._make_operator(terms.keys(), terms.coefficients)
 
     def evolved_operator_coefficients(
@@ -400,6 +419,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
     def update_initial_operator(self, new_operator: Any) -> None:
         """Heisenberg: reset the observable's coefficients; Schrödinger: replace the observable."""
+        _check_coefficients(new_operator, "new_operator")
         keys, h, n = self._operator_terms(new_operator)
         if n != self.num_modes:
             raise ValueError(
@@ -601,6 +621,52 @@ def _with_check(functional: Callable, checked_engine: Callable[[], Any]) -> Call
 
     functional.check = check  # type: ignore[attr-defined]
     return functional
+
+
+def _warn_wrong_case_threads() -> None:
+    """Warn, once per process, when only the upper-case spelling of the thread variable is set:
+    the core reads ``monoprop_NUM_THREADS`` and would silently ignore the value."""
+    global _warned_wrong_case_threads
+    if _warned_wrong_case_threads:
+        return
+    if _WRONG_CASE_THREADS_VARIABLE in os.environ and _THREADS_VARIABLE not in os.environ:
+        _warned_wrong_case_threads = True
+        warnings.warn(
+            f"{_WRONG_CASE_THREADS_VARIABLE} is set but monoprop reads {_THREADS_VARIABLE} "
+            f"(lower-case prefix); the value is ignored. Set {_THREADS_VARIABLE} instead.",
+            UserWarning,
+            stacklevel=_caller_stacklevel(),
+        )
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning issued by this function's caller at the first
+    frame outside the monoprop package: the user's line, whichever front-end was called."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame: FrameType | None = sys._getframe(1)  # the caller: stacklevel 1
+    level = 1
+    while (
+        frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == package
+    ):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _check_coefficients(operator: Any, argument: str) -> None:
+    """ValueError naming the first NaN or infinite coefficient of the operator ``argument``.
+
+    Operator constructors refuse such coefficients, but ``terms`` (Pauli and Majorana
+    operators: a dict) and ``coefficients`` (FermiOperator: a list) can be edited afterwards.
+    Checked before any conversion, so the message names the user's term.
+    """
+    fix = "give every term a finite coefficient"
+    terms = getattr(operator, "terms", None)
+    if isinstance(terms, Mapping):
+        check_finite_array(list(terms.values()), f"{argument}.terms", fix=fix, labels=list(terms))
+    coefficients = getattr(operator, "coefficients", None)
+    if isinstance(coefficients, list):
+        check_finite_array(coefficients, f"{argument}.coefficients", fix=fix)
 
 
 def _pare(threshold: float | None) -> float:

@@ -11,14 +11,17 @@ operand checks around them:
 
 The operands of ``+``, ``-`` and the product must be operators of the same class (subclasses
 included) on the same number of qubits or modes; any other operand gives ``NotImplemented``,
-so Python raises its usual ``TypeError``. Each result is a new operator; the operands are left
-unchanged.
+so Python raises its usual ``TypeError``. A NaN or infinite scalar factor or divisor raises
+``ValueError`` (``op / inf`` would silently zero the operator). Each result is a new operator;
+the operands are left unchanged.
 """
 
 from __future__ import annotations
 
 import numbers
 from typing import Any, ClassVar, Self, TypeGuard
+
+from .validation import check_finite
 
 __all__ = ["OperatorArithmetic", "OperatorArithmeticWithMatmul", "is_scalar"]
 
@@ -98,18 +101,23 @@ class OperatorArithmetic:
             self._check_same_size(other, "multiply")
             return self._product(other)
         if is_scalar(other):
-            return self._scaled(other)
+            return self._scaled(_finite_factor(other))
         return NotImplemented
 
     def __rmul__(self, other: object) -> Self:
         if is_scalar(other):
-            return self._scaled(other)
+            return self._scaled(_finite_factor(other))
         return NotImplemented
 
     def __truediv__(self, other: object) -> Self:
         if not is_scalar(other):
             return NotImplemented
-        return self._scaled(1 / other)  # a zero divisor raises ZeroDivisionError here
+        divisor = check_finite(other, "divisor", fix="divide by a finite number")
+        return self._scaled(1 / divisor)  # a zero divisor raises ZeroDivisionError here
+
+
+def _finite_factor(factor: complex) -> complex:
+    return check_finite(factor, "scalar factor", fix="multiply by a finite number")
 
 
 class OperatorArithmeticWithMatmul(OperatorArithmetic):

@@ -17,12 +17,13 @@ import numpy as np
 from monoprop.encoding import i_power, pauli_slots
 from monoprop.majorana import MajoranaOperator
 from monoprop.operator_arithmetic import OperatorArithmeticWithMatmul
-from monoprop.validation import check_system_size
+from monoprop.validation import check_finite, check_system_size
 
 __all__ = ["Pauli", "PauliOperator"]
 
 _LETTERS = frozenset("IXYZ")
 _REPR_MAX_TERMS = 8
+_FIX = "give every term a finite coefficient"
 
 # Single-qubit products a*b = i**k * c for a != b (both non-identity).
 _LETTER_PRODUCT = {
@@ -187,7 +188,9 @@ class PauliOperator(OperatorArithmeticWithMatmul):
     Arithmetic: ``+``, ``-``, scalar ``*`` and ``/`` and the operator product ``*`` /
     ``@``. A product of non-commuting terms is not Hermitian; when its summed
     coefficients are complex it raises the usual ``"Operator has complex terms"``
-    ``ValueError`` (``P * P`` and products of commuting operators are fine).
+    ``ValueError`` (``P * P`` and products of commuting operators are fine). A NaN or
+    infinite coefficient (even with ``skip_validation``), scalar factor or divisor raises
+    ``ValueError``.
 
     >>> op = PauliOperator({"XZ": 1, "IY": 0.5}, 2)
     >>> op
@@ -222,6 +225,8 @@ class PauliOperator(OperatorArithmeticWithMatmul):
         for key, value in pairs:
             pauli = _as_pauli(key, skip_validation)
             coefficient = _real_coefficient(value, pauli, skip_validation)
+            # Checked even with skip_validation: NaN or inf poisons every result.
+            check_finite(coefficient, f"terms[{key!r}]", fix=_FIX)
             if not skip_validation and pauli.qubits and pauli.qubits[-1] >= self.num_qubits:
                 raise ValueError(
                     f"Pauli term {pauli!r} acts on a qubit index >= num_qubits="

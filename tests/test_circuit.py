@@ -300,7 +300,7 @@ class TestIdentityGates:
         empty, zero = self.identity_gates()
         x, z = pgate({"XI": 1.0}), pgate({"IZ": 2.0})
         c = Circuit([empty, x, zero, z], 2, [0.1, 0.2, 0.3, 0.4])
-        assert c.gates == [x, z] and len(c) == 2
+        assert c.gates == (x, z) and len(c) == 2
         assert c.parameters == (0.2, 0.4)
         assert c.resolved_mapping == (0, 1)
 
