@@ -22,8 +22,9 @@ import pickle
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,9 @@ _SCHEMA_ATTEMPTS = 5
 
 # Seconds between two looks at a full study while trials run elsewhere.
 _POLL = 1.0
+# Seconds a worker waits past the grace period for a silent trial to be found dead: a poll
+# and the one-second resolution of SQLite's clock.
+_SLACK = 2.0
 
 _COSTS = ("graph_entries", "terms", "replays", "wall_time")
 
@@ -163,9 +167,9 @@ def run_study(
         study = _load_study(backend, study_name, sampler, pruner, directions)
     interval = _heartbeat_interval(backend)
     deadline = None if timeout is None else time.monotonic() + float(timeout)
-    budget = _Budget(study, n_trials, max_trials, deadline, _grace_period(backend))
-    while _on_root(comm, budget.may_start):
-        trial: Any = _ask(study) if root else None
+    budget = _Budget(study, backend, n_trials, max_trials, deadline)
+    while _on_root(comm, budget.start):
+        trial: Any = budget.trial
         shared = trial if comm.size == 1 else _SharedTrial(trial, comm)
         beating = _Heartbeat(backend, trial._trial_id, interval) if interval else nullcontext()
         try:
@@ -361,38 +365,85 @@ def _tell(study: optuna.Study, trial: optuna.Trial, values, state, attributes: d
 
 
 class _Budget:
-    """Whether this worker may start another trial: ``n_trials`` of its own, ``max_trials``
-    in the study, ``timeout``. Runs on the root rank only."""
+    """Starts this worker's trials while ``n_trials`` of its own, ``max_trials`` in the study
+    and ``timeout`` allow. Runs on the root rank only."""
 
-    def __init__(self, study, n_trials, max_trials, deadline, grace) -> None:
-        self.study, self.n_trials, self.max_trials = study, n_trials, max_trials
-        self.deadline, self.grace, self.started = deadline, grace, 0
+    def __init__(self, study, storage, n_trials, max_trials, deadline) -> None:
+        self.study, self.storage, self.n_trials, self.max_trials = (
+            study,
+            storage,
+            n_trials,
+            max_trials,
+        )
+        self.deadline, self.grace, self.started = deadline, _grace_period(storage), 0
+        self.trial: Any = None
 
-    def may_start(self) -> bool:
+    def start(self) -> bool:
+        """Ask the study for a trial (``self.trial``) if one may start; whether one did.
+
+        When the study is full while trials run elsewhere, wait for them up to the grace
+        period: a trial whose worker died is then failed, its retry frees its place, and this
+        worker runs it."""
+        self.trial = None
         if self._expired() or (self.n_trials is not None and self.started >= self.n_trials):
             return False
-        _fail_stale_trials(self.study)
-        if self.max_trials is not None and not self._room_in_study():
-            return False
-        self.started += 1
-        return True
-
-    def _room_in_study(self) -> bool:
-        """Whether the study holds fewer than ``max_trials`` trials. When it is full while
-        trials run elsewhere, wait for them up to the grace period: a trial whose worker
-        died is then failed, its retry frees its place, and this worker runs it."""
-        until = None if self.grace is None else time.monotonic() + self.grace + _POLL
+        until = None if self.grace is None else time.monotonic() + self.grace + _SLACK
         while True:
-            counted, running = _count(self.study)
-            if counted < self.max_trials:
-                return True
+            _fail_stale_trials(self.study)
+            if self.max_trials is None:
+                self.trial = _ask(self.study)
+                break
+            # Count and ask under the storage's lock, so that two workers never both take the
+            # last place.
+            with _study_lock(self.storage, self.study.study_name):
+                counted, running = _count(self.study)
+                if counted < self.max_trials:
+                    self.trial = _ask(self.study)
+                    break
             if not running or until is None or self._expired() or time.monotonic() > until:
                 return False
             time.sleep(_POLL)
-            _fail_stale_trials(self.study)
+        self.started += 1
+        return True
 
     def _expired(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
+
+
+@contextmanager
+def _study_lock(storage: Any, study_name: str) -> Iterator[None]:
+    """Hold a lock that the other workers on ``storage`` take for the same study: an advisory
+    lock on PostgreSQL and MySQL, a ``flock`` of the database file on SQLite; none for other
+    storages (a worker there may start one trial past ``max_trials`` at the same instant as
+    another)."""
+    rdb = isinstance(storage, optuna.storages.RDBStorage)
+    engine: Any = storage.engine if rdb else None
+    dialect = None if engine is None else engine.dialect.name
+    name = f"monoprop.run_study:{study_name}"
+    if dialect == "postgresql":
+        with engine.begin() as connection:  # the lock ends with the transaction
+            key = zlib.crc32(name.encode()) - 2**31
+            connection.execute(sqlalchemy.text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+            yield
+    elif dialect == "mysql":
+        with engine.connect() as connection:
+            lock = {"name": name[:64]}
+            connection.execute(sqlalchemy.text("SELECT GET_LOCK(:name, -1)"), lock)
+            try:
+                yield
+            finally:
+                connection.execute(sqlalchemy.text("SELECT RELEASE_LOCK(:name)"), lock)
+    elif dialect == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        import fcntl  # POSIX; SQLite's own locks are fcntl's, which flock does not touch
+
+        with open(engine.url.database, "rb") as database:
+            fcntl.flock(database, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(database, fcntl.LOCK_UN)
+    else:
+        yield
 
 
 def _count(study: optuna.Study) -> tuple[int, bool]:
@@ -414,6 +465,8 @@ class _Heartbeat:
         self._thread = threading.Thread(target=self._beat, daemon=True)
 
     def __enter__(self) -> None:
+        # The first beat before the trial runs: a trial without one is never found dead.
+        self._storage.record_heartbeat(self._trial_id)
         self._thread.start()
 
     def __exit__(self, *exc_info: Any) -> None:
@@ -421,13 +474,11 @@ class _Heartbeat:
         self._thread.join()
 
     def _beat(self) -> None:
-        while True:
+        while not self._stop.wait(self._interval):
             try:
                 self._storage.record_heartbeat(self._trial_id)
             except Exception as error:  # a missed beat is not fatal: the next one may succeed
                 _logger.warning(f"Heartbeat of trial id {self._trial_id} not recorded: {error}")
-            if self._stop.wait(self._interval):
-                return
 
 
 def _directions(directions: Sequence[str] | None) -> list[str]:

@@ -11,8 +11,8 @@ import time
 import numpy as np
 import optuna
 import pytest
-from optuna.trial import TrialState
 from _study_worker import finish, launch, wait_for
+from optuna.trial import TrialState
 from test_optimize_objective import Problem
 
 from monoprop.optimize import minimize, run_study
