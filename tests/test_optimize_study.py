@@ -5,8 +5,12 @@ pruning stops bad trials; multi-objective studies."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import optuna
@@ -15,6 +19,7 @@ from _study_worker import finish, launch, wait_for
 from optuna.trial import TrialState
 from test_optimize_objective import Problem
 
+import monoprop
 from monoprop.optimize import minimize, run_study
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -237,3 +242,20 @@ def test_make_problem_must_return_a_problem():
     with pytest.raises(TypeError, match=r"must return \(propagator, x0\)"):
         run_study(lambda trial: None, n_trials=1, storage=storage, study_name="s")
     assert optuna.load_study(study_name="s", storage=storage).trials[0].state == TrialState.FAIL
+
+
+def test_importing_monoprop_optimize_leaves_optuna_jax_and_matplotlib_unloaded(tmp_path):
+    # A fresh interpreter: this one has imported them all. run_study brings in Optuna.
+    code = (
+        "import sys, monoprop, monoprop.optimize\n"
+        "heavy = ('optuna', 'jax', 'matplotlib', 'sqlalchemy')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "from monoprop.optimize import run_study\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(monoprop.__file__).parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "['optuna', 'sqlalchemy']"]
