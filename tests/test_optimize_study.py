@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+import warnings
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +119,22 @@ def test_a_killed_workers_trial_is_failed_by_the_heartbeat_and_retried(tmp_path)
     assert retry.params == killed.params
     assert retry.system_attrs["failed_trial"] == killed.number == 0
     assert retry.user_attrs["worker"] == "live"
+
+
+def test_a_storage_object_is_used_as_it_is_with_its_own_heartbeat(tmp_path):
+    database = tmp_path / "study.db"
+    url = f"sqlite:///{database}"
+    run_study(tfim, n_trials=1, storage=optuna.storages.RDBStorage(url), study_name="plain")
+    with warnings.catch_warnings():  # Optuna's heartbeat is "experimental"
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        beating = optuna.storages.RDBStorage(url, heartbeat_interval=5, grace_period=10)
+    run_study(tfim, n_trials=1, storage=beating, study_name="beating")
+    with closing(sqlite3.connect(database)) as connection:
+        beats = connection.execute(
+            "SELECT studies.study_name FROM trial_heartbeats JOIN trials USING (trial_id) "
+            "JOIN studies USING (study_id)"
+        ).fetchall()
+    assert beats == [("beating",)]  # the plain storage has no heartbeat, run_study adds none
 
 
 def energies(start):
