@@ -102,10 +102,12 @@ def run_study(
     present, like Optuna's ``MaxTrialsCallback``: a worker starts a trial only while the study
     holds fewer than ``max_trials`` trials that are complete, pruned, failed or running.
     Unlike ``MaxTrialsCallback`` (which counts complete trials only) running trials count, so
-    that workers running together do not overshoot (one more at most per extra worker, if two
-    start the last trial at the same instant), and failed ones count, so that a problem that
-    always fails ends the study; a failed trial that was retried counts once, through its
-    retry. Give at least one of the three; the worker stops at the first reached. On a
+    that workers running together do not overshoot, and failed ones count, so that a problem
+    that always fails ends the study; a failed trial that was retried counts once, through its
+    retry. On PostgreSQL, MySQL and SQLite a worker counts and starts its trial under a lock
+    (an advisory lock; a ``flock`` of the SQLite file), so the cap is exact; on other
+    storages two workers that start the last trial at the same instant may both run it.
+    Give at least one of the three; the worker stops at the first reached. On a
     cluster, start every worker with the same ``max_trials`` and let the study fill up::
 
         run_study(make_problem, max_trials=400, storage="postgresql://user:pw@host/optuna")
