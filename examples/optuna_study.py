@@ -10,13 +10,18 @@ minimises it will find such settings. Trials that do are pruned, and the best tr
 
     python examples/optuna_study.py --trials 40
 
-Several workers on one machine share the SQLite file monoprop.db in the working directory:
+As in Optuna, --trials is what this worker runs and --max-trials caps the study's total over
+all workers. Several workers on one machine share the SQLite file monoprop.db in the working
+directory; these four run 40 trials in all:
 
-    for i in 1 2 3 4; do python examples/optuna_study.py --trials 40 & done; wait
+    for i in 1 2 3 4; do python examples/optuna_study.py --max-trials 40 & done; wait
 
-Workers on a cluster share a PostgreSQL database (run this on every node, or in a job array):
+Workers on a cluster share a PostgreSQL database (run this on every node, or in a job array).
+A worker that dies mid-trial stops sending its heartbeat; after the grace period its trial is
+marked failed and a live worker runs it again:
 
-    python examples/optuna_study.py --trials 400 --storage postgresql://user:pw@dbhost/optuna
+    python examples/optuna_study.py --max-trials 400 \\
+        --storage postgresql+psycopg2://user:pw@dbhost/optuna
 
 One MPI launch is one worker whose ranks share each propagator (needs mpi4py and monoprop
 built with MONOPROP_MPI=ON):
@@ -121,7 +126,18 @@ def storage_from(url: str | None):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=30, help="trials in the study, all workers")
+    parser.add_argument(
+        "--trials",
+        type=int,
+        default=None,
+        help="trials this worker runs (default 30, or until --max-trials when that is given)",
+    )
+    parser.add_argument(
+        "--max-trials", type=int, default=None, help="the study's total over all workers"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="seconds after which no trial starts"
+    )
     parser.add_argument(
         "--storage",
         default=None,
@@ -154,7 +170,9 @@ def main() -> None:
 
     study = run_study(
         partial(make_problem, hamiltonian=hamiltonian, ground=ground, comm=comm),
-        n_trials=args.trials,
+        n_trials=30 if args.trials is None and args.max_trials is None else args.trials,
+        max_trials=args.max_trials,
+        timeout=args.timeout,
         storage=storage_from(args.storage),
         study_name=name,
         sampler=optuna.samplers.TPESampler(seed=args.seed),

@@ -7,16 +7,24 @@ pruner can stop a bad trial early, and stores what the trial cost as user attrib
 
 Workers share a study through its storage: any number of processes, on one machine or many,
 that call :func:`run_study` with the same ``storage`` and ``study_name`` work on the same
-trials. With ``comm`` (an mpi4py communicator) the ranks of one MPI launch are one worker:
-rank 0 talks to the storage and broadcasts the trial's suggestions, every rank runs the
-distributed propagator, and only rank 0 reports.
+trials. As in Optuna, ``n_trials`` and ``timeout`` bound what one worker does and
+``max_trials`` caps the study's total. On a database (SQLite, PostgreSQL, MySQL) a running
+trial sends a heartbeat, so that the trial of a worker that died (killed, preempted, out of
+memory) is marked failed after a grace period and run again by a live worker. With ``comm``
+(an mpi4py communicator) the ranks of one MPI launch are one worker: rank 0 talks to the
+storage and broadcasts the trial's suggestions, every rank runs the distributed propagator,
+and only rank 0 reports.
 """
 
 from __future__ import annotations
 
 import pickle
+import threading
 import time
-from collections.abc import Callable, Sequence
+import warnings
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +40,29 @@ from .scipy_minimize import minimize
 
 __all__ = ["run_study"]
 
-# Trials that use up the study's budget: every trial started, so that a restarted study does
-# not exceed it (a crashed worker's RUNNING trial counts) and a problem that always fails
-# ends the study instead of running forever; enqueued (WAITING) trials are still to be run.
+# Trials that count towards max_trials: every trial started, so that workers running at the
+# same time do not overshoot (RUNNING counts) and a problem that always fails ends the study
+# (FAIL counts); enqueued (WAITING) trials are still to be run. A failed trial that was handed
+# to a retry counts once, through its retry.
 _BUDGET_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)
 
+# Optuna 4.9 renamed RetryFailedTrialCallback and RDBStorage(failed_trial_callback=...); the old
+# names warn from then on, and are all that Optuna 4.0 to 4.8 know.
+if hasattr(optuna.storages, "RetryHeartbeatStaleTrialCallback"):
+    _RETRY, _RETRY_KEYWORD = (
+        optuna.storages.RetryHeartbeatStaleTrialCallback,
+        "heartbeat_stale_trial_callback",
+    )
+else:  # pragma: no cover - Optuna < 4.9
+    _RETRY, _RETRY_KEYWORD = optuna.storages.RetryFailedTrialCallback, "failed_trial_callback"
+
 _SCHEMA_ATTEMPTS = 5
+
+# Seconds between two looks at a full study while trials run elsewhere.
+_POLL = 1.0
+# Seconds a worker waits past the grace period for a silent trial to be found dead: a poll
+# and the one-second resolution of SQLite's clock.
+_SLACK = 2.0
 
 _COSTS = ("graph_entries", "terms", "replays", "wall_time")
 
@@ -48,7 +73,9 @@ _logger = optuna.logging.get_logger("optuna.monoprop")
 def run_study(
     make_problem: Callable[[Any], tuple],
     *,
-    n_trials: int,
+    n_trials: int | None = None,
+    max_trials: int | None = None,
+    timeout: float | None = None,
     storage: str | optuna.storages.BaseStorage | None = None,
     study_name: str = "monoprop",
     sampler: optuna.samplers.BaseSampler | None = None,
@@ -56,25 +83,55 @@ def run_study(
     directions: Sequence[str] | None = None,
     comm: Any = None,
     cost: str | Callable[[Any], float] = "graph_entries",
-    timeout: float | None = None,
     catch: tuple[type[Exception], ...] = (),
+    heartbeat_interval: int | None = 60,
+    grace_period: int | None = None,
+    max_retry: int = 3,
 ) -> optuna.Study | None:
-    """Run trials of ``make_problem`` until the study holds ``n_trials``; return the study.
+    """Run trials of ``make_problem`` in this worker; return the study.
 
     ``make_problem(trial)`` returns ``(propagator, x0)`` or ``(propagator, x0, settings)``,
     where ``settings`` is a dict of :func:`~monoprop.optimize.minimize` keywords (``method``,
     ``options``, ``tol``, ``rebuild``, ``reseed_every``, ...); the propagator may also be an
     :class:`~monoprop.optimize.Objective`. A trial's value is its optimised energy.
 
-    ``n_trials`` is the study's total, shared by all workers: a worker starts a trial only
-    while fewer than ``n_trials`` are complete, pruned, failed or running, so several workers
-    together finish the requested number (one more at most per extra worker, if two start the
-    last trial at the same instant). ``timeout`` (seconds) stops this worker starting new trials.
+    When to stop, as in ``optuna.Study.optimize``: ``n_trials`` is the number of trials this
+    worker runs (each worker process, or each MPI launch, runs up to ``n_trials`` of its own:
+    two workers with ``n_trials=3`` run 6), and ``timeout`` (seconds) is this call's time: no
+    trial starts after it. ``max_trials`` caps the study's total over all workers, past and
+    present, like Optuna's ``MaxTrialsCallback``: a worker starts a trial only while the study
+    holds fewer than ``max_trials`` trials that are complete, pruned, failed or running.
+    Unlike ``MaxTrialsCallback`` (which counts complete trials only) running trials count, so
+    that workers running together do not overshoot, and failed ones count, so that a problem
+    that always fails ends the study; a failed trial that was retried counts once, through its
+    retry. On PostgreSQL, MySQL and SQLite a worker counts and starts its trial under a lock
+    (an advisory lock; a ``flock`` of the SQLite file), so the cap is exact; on other
+    storages two workers that start the last trial at the same instant may both run it.
+    Give at least one of the three; the worker stops at the first reached. On a
+    cluster, start every worker with the same ``max_trials`` and let the study fill up::
+
+        run_study(make_problem, max_trials=400, storage="postgresql://user:pw@host/optuna")
 
     ``storage``: ``None`` is a SQLite file ``monoprop.db`` in the working directory; any
     Optuna storage URL or object works: ``optuna.storages.JournalStorage`` over a
     ``JournalFileBackend`` for one node or a shared file system, a PostgreSQL or MySQL URL for
     many nodes. Other workers join by pointing at the same storage and ``study_name``.
+
+    Dead workers: for a database URL (and for ``None``) the storage is built with Optuna's
+    heartbeat. The worker records every ``heartbeat_interval`` seconds (default 60) that its
+    running trial is alive; before each trial it marks failed the trials of any worker silent
+    for ``grace_period`` seconds (default twice the interval, 120), and Optuna's
+    ``RetryHeartbeatStaleTrialCallback(max_retry=max_retry)`` (``RetryFailedTrialCallback``
+    before Optuna 4.9) enqueues each of them again, with its parameters, up to ``max_retry``
+    times (default 3), for the next worker to run. Finished trials are never touched. A
+    worker that finds the study at ``max_trials`` while trials are still running elsewhere
+    waits for them, up to the grace period, so that one whose worker died is retried here
+    rather than left running. ``heartbeat_interval=None`` turns the heartbeat off. A storage
+    object is used as it is: its heartbeat is its own to configure, as in
+    ``optuna.storages.RDBStorage(url, heartbeat_interval=..., grace_period=...,
+    heartbeat_stale_trial_callback=...)``; ``run_study`` then sends the heartbeat the
+    storage asks for, and the three arguments above do not apply. In-memory and journal
+    storages have no heartbeat.
 
     ``directions``: ``None`` minimises the energy; two directions, such as
     ``["minimize", "minimize"]``, make the study multi-objective over ``(energy, cost)``, where
@@ -89,32 +146,47 @@ def run_study(
 
     A trial whose ``make_problem`` or optimisation raises is stored as failed and the error is
     raised, unless its type is in ``catch``; then the worker goes on. Failed trials count
-    towards ``n_trials``, as in ``optuna.Study.optimize``.
+    towards ``n_trials`` and ``max_trials``, as in ``optuna.Study.optimize``.
     """
-    n_trials = _positive_int(n_trials, "n_trials")
+    n_trials = _optional_int(n_trials, "n_trials", 1)
+    max_trials = _optional_int(max_trials, "max_trials", 1)
+    if n_trials is None and max_trials is None and timeout is None:
+        raise ValueError(
+            "run_study needs n_trials (this worker's trials), max_trials (the study's total) "
+            "or timeout (seconds); give at least one, or the worker would never stop."
+        )
+    heartbeat = _heartbeat_settings(heartbeat_interval, grace_period, max_retry)
     directions = _directions(directions)
     if not (callable(cost) or cost in _COSTS):
         raise ValueError(f"cost={cost!r} is not one of {_COSTS} or a callable of the result.")
     comm = _SelfComm() if comm is None else comm
     root = comm.rank == 0
     # The study lives on the root rank only (None elsewhere); only the root touches it.
-    study: Any = _load_study(storage, study_name, sampler, pruner, directions) if root else None
+    study: Any = None
+    backend: Any = None
+    if root:
+        backend = _storage(storage, heartbeat)
+        study = _load_study(backend, study_name, sampler, pruner, directions)
+    interval = _heartbeat_interval(backend)
     deadline = None if timeout is None else time.monotonic() + float(timeout)
-    while _on_root(comm, lambda: _budget_left(study, n_trials, deadline)):
-        trial: Any = study.ask() if root else None
+    budget = _Budget(study, backend, n_trials, max_trials, deadline)
+    while _on_root(comm, budget.start):
+        trial: Any = budget.trial
         shared = trial if comm.size == 1 else _SharedTrial(trial, comm)
+        beating = _Heartbeat(backend, trial._trial_id, interval) if interval else nullcontext()
         try:
-            state, values, attributes = _run_trial(
-                make_problem, shared, comm, len(directions) == 1, cost, catch
-            )
+            with beating:
+                state, values, attributes = _run_trial(
+                    make_problem, shared, comm, len(directions) == 1, cost, catch
+                )
+        except optuna.exceptions.UpdateFinishedTrialError:
+            # A report found the trial marked failed by another worker: drop it, go on.
+            state, values, attributes = TrialState.FAIL, None, {"wall_time": 0.0}
         except BaseException:
             if root:  # the trial must not stay RUNNING in the storage when this worker stops
-                study.tell(trial, state=TrialState.FAIL)
+                _tell(study, trial, None, TrialState.FAIL, {})
             raise
-        if root:
-            for key, value in attributes.items():
-                trial.set_user_attr(key, value)
-            study.tell(trial, values, state=state)
+        if root and _tell(study, trial, values, state, attributes):
             _log_trial(trial.number, state, attributes, trial.params)
     return study
 
@@ -209,7 +281,7 @@ def _attributes(objective: Objective | None, result: Any, comm, start: float) ->
 
 def _load_study(storage, study_name, sampler, pruner, directions) -> optuna.Study:
     return optuna.create_study(
-        storage=_storage(storage),
+        storage=storage,
         study_name=study_name,
         sampler=sampler,
         pruner=pruner,
@@ -218,27 +290,197 @@ def _load_study(storage, study_name, sampler, pruner, directions) -> optuna.Stud
     )
 
 
-def _storage(storage: Any) -> Any:
+def _storage(storage: Any, heartbeat: dict | None) -> Any:
+    """The storage object: ``storage`` itself unless it is a URL (or ``None``, the default
+    SQLite file), which becomes an ``RDBStorage``, with a heartbeat unless it is in memory."""
     if storage is None:
         storage = f"sqlite:///{Path.cwd() / 'monoprop.db'}"
     if not isinstance(storage, str):
         return storage
     # Workers on one SQLite file take turns writing: wait for the lock, do not fail.
     engine = {"connect_args": {"timeout": 60}} if storage.startswith("sqlite") else None
-    for attempt in range(1, _SCHEMA_ATTEMPTS):
-        try:
-            return optuna.storages.RDBStorage(storage, engine_kwargs=engine)
-        except sqlalchemy.exc.DatabaseError:
-            # Workers that start together on a new database race to create its tables; the
-            # losers see "table ... already exists" and find the tables there when they retry.
-            time.sleep(0.1 * attempt)
-    return optuna.storages.RDBStorage(storage, engine_kwargs=engine)
+    in_memory = storage in ("sqlite://", "sqlite:///") or ":memory:" in storage
+    with warnings.catch_warnings():  # the heartbeat and its retry are "experimental" in Optuna
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        extra: dict[str, Any] = {}
+        if heartbeat is not None and not in_memory:
+            extra = {**heartbeat, _RETRY_KEYWORD: _RETRY(max_retry=heartbeat["max_retry"])}
+            del extra["max_retry"]
+        for attempt in range(1, _SCHEMA_ATTEMPTS + 1):
+            try:
+                return optuna.storages.RDBStorage(storage, engine_kwargs=engine, **extra)
+            except sqlalchemy.exc.DatabaseError:
+                # Workers that start together on a new database race to create its tables; the
+                # losers see "table ... already exists" and find the tables there when they
+                # retry.
+                if attempt == _SCHEMA_ATTEMPTS:
+                    raise
+                time.sleep(0.1 * attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _budget_left(study: optuna.Study, n_trials: int, deadline: float | None) -> bool:
-    if deadline is not None and time.monotonic() >= deadline:
+def _heartbeat_interval(storage: Any) -> int | None:
+    """The storage's heartbeat interval in seconds, ``None`` where it has no heartbeat."""
+    get = getattr(storage, "get_heartbeat_interval", None)
+    return None if get is None else get()
+
+
+def _grace_period(storage: Any) -> int | None:
+    """How long a trial's heartbeat may be silent before it counts as dead (Optuna's rule)."""
+    interval = _heartbeat_interval(storage)
+    if interval is None:
+        return None
+    grace = getattr(storage, "grace_period", None)
+    return 2 * interval if grace is None else int(grace)
+
+
+def _fail_stale_trials(study: optuna.Study) -> None:
+    """Mark failed the running trials whose heartbeat stopped; the storage's callback (the
+    retry) runs for each. Does nothing on a storage without a heartbeat."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+
+
+def _ask(study: optuna.Study) -> optuna.Trial:
+    with warnings.catch_warnings():
+        # Optuna warns that ask() does not send the heartbeat optimize() sends; run_study does.
+        warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
+        return study.ask()
+
+
+def _tell(study: optuna.Study, trial: optuna.Trial, values, state, attributes: dict) -> bool:
+    """Store the trial's outcome. False, with a warning, if another worker marked the trial
+    failed while it ran here (its heartbeat looked dead): its retry runs it again."""
+    try:
+        for key, value in attributes.items():
+            trial.set_user_attr(key, value)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        _logger.warning(
+            f"Trial {trial.number} was marked failed by another worker while it ran here (no "
+            "heartbeat within the grace period; a longer grace_period avoids this); its result "
+            "is dropped and its retry, if any, runs it again."
+        )
         return False
-    return len(study.get_trials(deepcopy=False, states=_BUDGET_STATES)) < n_trials
+    study.tell(trial, values, state=state, skip_if_finished=True)
+    return True
+
+
+class _Budget:
+    """Starts this worker's trials while ``n_trials`` of its own, ``max_trials`` in the study
+    and ``timeout`` allow. Runs on the root rank only."""
+
+    def __init__(self, study, storage, n_trials, max_trials, deadline) -> None:
+        self.study, self.storage, self.n_trials, self.max_trials = (
+            study,
+            storage,
+            n_trials,
+            max_trials,
+        )
+        self.deadline, self.grace, self.started = deadline, _grace_period(storage), 0
+        self.trial: Any = None
+
+    def start(self) -> bool:
+        """Ask the study for a trial (``self.trial``) if one may start; whether one did.
+
+        When the study is full while trials run elsewhere, wait for them up to the grace
+        period: a trial whose worker died is then failed, its retry frees its place, and this
+        worker runs it."""
+        self.trial = None
+        if self._expired() or (self.n_trials is not None and self.started >= self.n_trials):
+            return False
+        until = None if self.grace is None else time.monotonic() + self.grace + _SLACK
+        while True:
+            _fail_stale_trials(self.study)
+            if self.max_trials is None:
+                self.trial = _ask(self.study)
+                break
+            # Count and ask under the storage's lock, so that two workers never both take the
+            # last place.
+            with _study_lock(self.storage, self.study.study_name):
+                counted, running = _count(self.study)
+                if counted < self.max_trials:
+                    self.trial = _ask(self.study)
+                    break
+            if not running or until is None or self._expired() or time.monotonic() > until:
+                return False
+            time.sleep(_POLL)
+        self.started += 1
+        return True
+
+    def _expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+
+@contextmanager
+def _study_lock(storage: Any, study_name: str) -> Iterator[None]:
+    """Hold a lock that the other workers on ``storage`` take for the same study: an advisory
+    lock on PostgreSQL and MySQL, a ``flock`` of the database file on SQLite; none for other
+    storages (a worker there may start one trial past ``max_trials`` at the same instant as
+    another)."""
+    rdb = isinstance(storage, optuna.storages.RDBStorage)
+    engine: Any = storage.engine if rdb else None
+    dialect = None if engine is None else engine.dialect.name
+    name = f"monoprop.run_study:{study_name}"
+    if dialect == "postgresql":
+        with engine.begin() as connection:  # the lock ends with the transaction
+            key = zlib.crc32(name.encode()) - 2**31
+            connection.execute(sqlalchemy.text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+            yield
+    elif dialect == "mysql":
+        with engine.connect() as connection:
+            lock = {"name": name[:64]}
+            connection.execute(sqlalchemy.text("SELECT GET_LOCK(:name, -1)"), lock)
+            try:
+                yield
+            finally:
+                connection.execute(sqlalchemy.text("SELECT RELEASE_LOCK(:name)"), lock)
+    elif dialect == "sqlite" and engine.url.database not in (None, "", ":memory:"):
+        import fcntl  # POSIX; SQLite's own locks are fcntl's, which flock does not touch
+
+        with open(engine.url.database, "rb") as database:
+            fcntl.flock(database, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(database, fcntl.LOCK_UN)
+    else:
+        yield
+
+
+def _count(study: optuna.Study) -> tuple[int, bool]:
+    """``(trials that count towards max_trials, whether any trial is running)``. A failed
+    trial that was retried counts once, through its retry (which names it in its
+    ``retry_history`` system attribute)."""
+    trials = study.get_trials(deepcopy=False)
+    retried = {number for t in trials for number in t.system_attrs.get("retry_history", ())}
+    counted = sum(t.state in _BUDGET_STATES and t.number not in retried for t in trials)
+    return counted, any(t.state == TrialState.RUNNING for t in trials)
+
+
+class _Heartbeat:
+    """Record every ``interval`` seconds, in a thread, that trial ``trial_id`` is alive."""
+
+    def __init__(self, storage: Any, trial_id: int, interval: int) -> None:
+        self._storage, self._trial_id, self._interval = storage, trial_id, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __enter__(self) -> None:
+        # The first beat before the trial runs: a trial without one is never found dead.
+        self._storage.record_heartbeat(self._trial_id)
+        self._thread.start()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self._storage.record_heartbeat(self._trial_id)
+            except Exception as error:  # a missed beat is not fatal: the next one may succeed
+                _logger.warning(f"Heartbeat of trial id {self._trial_id} not recorded: {error}")
 
 
 def _directions(directions: Sequence[str] | None) -> list[str]:
@@ -253,14 +495,36 @@ def _directions(directions: Sequence[str] | None) -> list[str]:
     return directions
 
 
-def _positive_int(value: Any, name: str) -> int:
+def _optional_int(value: Any, name: str, minimum: int) -> int | None:
+    if value is None:
+        return None
+    kind = "positive" if minimum == 1 else "non-negative"
     return check_int(
         value,
         name,
-        minimum=1,
-        message="{name} must be a positive integer; got {value!r}.",
+        minimum=minimum,
+        message=f"{{name}} must be a {kind} integer; got {{value!r}}.",
         type_error=ValueError,
     )
+
+
+def _heartbeat_settings(interval: Any, grace: Any, max_retry: Any) -> dict | None:
+    """The ``RDBStorage`` heartbeat keywords (and ``max_retry``), ``None`` for no heartbeat."""
+    max_retry = _optional_int(max_retry, "max_retry", 0)
+    if max_retry is None:
+        raise ValueError("max_retry must be a non-negative integer; got None.")
+    if interval is None:
+        if grace is not None:
+            raise ValueError("grace_period needs a heartbeat: give heartbeat_interval too.")
+        return None
+    interval = _optional_int(interval, "heartbeat_interval", 1)
+    grace = 2 * interval if grace is None else _optional_int(grace, "grace_period", 1)
+    if grace <= interval:
+        raise ValueError(
+            f"grace_period={grace} must be longer than heartbeat_interval={interval}: a live "
+            "trial would look dead between two heartbeats."
+        )
+    return {"heartbeat_interval": interval, "grace_period": grace, "max_retry": max_retry}
 
 
 def _on_root(comm, action: Callable[[], Any]) -> Any:

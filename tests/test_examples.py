@@ -85,8 +85,9 @@ def test_optuna_study_resumes_from_its_sqlite_file(tmp_path: Path) -> None:
     first = run_example("optuna_study.py", "--trials", "6", *args)
     assert (tmp_path / "monoprop.db").exists(), first  # the default storage, in the cwd
     assert re.search(r"study 'tfim-4': 6 trials", first), first
-    # A second worker (here, a later one) on the same storage adds to the same study.
-    second = run_example("optuna_study.py", "--trials", "8", *args)
+    # A second worker (here, a later one) on the same storage adds to the same study, up to
+    # the study's total --max-trials.
+    second = run_example("optuna_study.py", "--trials", "5", "--max-trials", "8", *args)
     assert re.search(r"study 'tfim-4': 8 trials", second), second
     ground = float(re.search(r"ground energy\s+(-?[\d.]+)", second).group(1))
     untruncated = float(re.search(r"untruncated\s+(-?[\d.]+)", second).group(1))

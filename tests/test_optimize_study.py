@@ -1,18 +1,24 @@
-"""monoprop.optimize.run_study: trials run minimize and record what they cost, workers share
-one SQLite storage without losing trials, pruning stops bad trials, multi-objective studies."""
+"""monoprop.optimize.run_study: trials run minimize and record what they cost; n_trials is
+each worker's, max_trials the study's total, as in Optuna; workers share one SQLite storage
+without losing trials, and a killed worker's trial is failed by the heartbeat and retried;
+pruning stops bad trials; multi-objective studies."""
 
 from __future__ import annotations
 
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
-import textwrap
 import time
+import warnings
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
 import optuna
 import pytest
+from _study_worker import finish, launch, wait_for
 from optuna.trial import TrialState
 from test_optimize_objective import Problem
 
@@ -58,74 +64,77 @@ def test_the_default_storage_is_a_sqlite_file_in_the_working_directory(tmp_path,
     run_study(tfim, n_trials=2)
     study = optuna.load_study(study_name="monoprop", storage=f"sqlite:///{tmp_path}/monoprop.db")
     assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
-    run_study(tfim, n_trials=3)  # n_trials is the study's total: one more trial
-    assert len(study.trials) == 3
+    # n_trials is this worker's, as in Optuna: three more; max_trials caps the study's total.
+    # (Optuna's default MedianPruner may prune a trial from the sixth on.)
+    run_study(tfim, n_trials=3)
+    assert len(study.trials) == 5
+    run_study(tfim, n_trials=3, max_trials=6)
+    assert len(study.trials) == 6
+    run_study(tfim, max_trials=6)  # the study is full: no trial
+    assert len(study.trials) == 6
+    assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in study.trials)
 
 
-WORKER = """
-import sys, time
-from pathlib import Path
-import numpy as np
-import optuna
-from monoprop import PauliOperator, PauliPropagator, Circuit, ExpGate
-from monoprop.optimize import run_study
-
-worker, storage, n_trials, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
-(folder / f"ready-{worker}").touch()
-while len(list(folder.glob("ready-*"))) < 2:  # start together, so that both take trials
-    time.sleep(0.01)
-
-def make_problem(trial):
-    trial.set_user_attr("worker", worker)
-    angle = trial.suggest_float("angle", -1.0, 1.0)
-    prop = PauliPropagator(PauliOperator({"ZZ": 1.0, "XI": 0.5}, 2), [], cutoff=2)
-    prop.build_graph(Circuit([ExpGate(PauliOperator({"XY": 1.0}, 2)),
-                              ExpGate(PauliOperator({"YI": 1.0}, 2))], 2))
-    time.sleep(0.1)  # a trial that takes a while, as real ones do
-    return prop, np.full(2, angle)
-
-# No pruning (Optuna's default is a MedianPruner): every trial must complete.
-run_study(make_problem, n_trials=n_trials, storage=storage, study_name="shared",
-          pruner=optuna.pruners.NopPruner())
-"""
+def shared_trials(storage):
+    return optuna.load_study(study_name="shared", storage=storage).trials
 
 
-def test_two_workers_on_one_sqlite_storage_finish_the_trials_with_none_lost(tmp_path):
-    script = tmp_path / "worker.py"
-    script.write_text(textwrap.dedent(WORKER))
+@pytest.mark.parametrize(
+    ("limits", "total"),
+    [(("--n-trials", "3"), 6), (("--n-trials", "3", "--max-trials", "4"), 4)],
+    ids=["n_trials-per-worker", "max_trials-in-all"],
+)
+def test_two_workers_on_one_sqlite_storage_finish_the_trials_with_none_lost(
+    tmp_path, limits, total
+):
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    n_trials = 12
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(Path(monoprop.__file__).parents[1]),
-        "monoprop_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-    }
-    workers = [
-        subprocess.Popen(
-            [sys.executable, str(script), name, storage, str(n_trials), str(tmp_path)],
-            env=env,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name in ("a", "b")
-    ]
-    try:
-        for worker in workers:
-            _, err = worker.communicate(timeout=240)
-            assert worker.returncode == 0, err
-    finally:  # a failed worker must not leave the other running
-        for worker in workers:
-            worker.kill()
-            worker.communicate()
-    trials = optuna.load_study(study_name="shared", storage=storage).trials
-    # Two workers may both start the last trial: one extra at most, none lost or left running.
-    assert n_trials <= len(trials) <= n_trials + 1
-    assert [t.number for t in trials] == list(range(len(trials)))
+    finish([launch(name, storage, tmp_path, "--workers", "2", *limits) for name in "ab"])
+    trials = shared_trials(storage)
+    assert [t.number for t in trials] == list(range(total))
     assert all(t.state == TrialState.COMPLETE for t in trials)
-    assert {t.user_attrs["worker"] for t in trials} == {"a", "b"}
+    workers = [t.user_attrs["worker"] for t in trials]
+    assert set(workers) == {"a", "b"}
+    assert max(workers.count("a"), workers.count("b")) <= 3  # n_trials=3 each
     for trial in trials:  # <ZZ + 0.5 XI> of this two-gate circuit is at least -sqrt(1.25)
         assert trial.value >= -np.sqrt(1.25) - 1e-9
+
+
+def test_a_killed_workers_trial_is_failed_by_the_heartbeat_and_retried(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    heartbeat = ("--heartbeat", "1", "--grace", "2")
+    victim = launch("victim", storage, tmp_path, "--n-trials", "1", "--victim", *heartbeat)
+    try:
+        wait_for(tmp_path / "running-victim", victim)
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        victim.communicate()
+    (killed,) = shared_trials(storage)
+    assert killed.state == TrialState.RUNNING  # as the killed worker left it
+    # A live worker finds the study full (the killed trial counts) while a trial runs: it
+    # waits up to the grace period, fails the silent trial and runs its retry.
+    finish([launch("live", storage, tmp_path, "--max-trials", "3", *heartbeat)])
+    trials = shared_trials(storage)
+    assert [t.state for t in trials] == [TrialState.FAIL] + [TrialState.COMPLETE] * 3
+    retry = trials[-1]
+    assert retry.params == killed.params
+    assert retry.system_attrs["failed_trial"] == killed.number == 0
+    assert retry.user_attrs["worker"] == "live"
+
+
+def test_a_storage_object_is_used_as_it_is_with_its_own_heartbeat(tmp_path):
+    database = tmp_path / "study.db"
+    url = f"sqlite:///{database}"
+    run_study(tfim, n_trials=1, storage=optuna.storages.RDBStorage(url), study_name="plain")
+    with warnings.catch_warnings():  # Optuna's heartbeat is "experimental"
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        beating = optuna.storages.RDBStorage(url, heartbeat_interval=5, grace_period=10)
+    run_study(tfim, n_trials=1, storage=beating, study_name="beating")
+    with closing(sqlite3.connect(database)) as connection:
+        beats = connection.execute(
+            "SELECT studies.study_name FROM trial_heartbeats JOIN trials USING (trial_id) "
+            "JOIN studies USING (study_id)"
+        ).fetchall()
+    assert beats == [("beating",)]  # the plain storage has no heartbeat, run_study adds none
 
 
 def energies(start):
@@ -198,9 +207,11 @@ def test_a_failing_trial_is_stored_as_failed_and_raised_unless_caught():
         run_study(broken, n_trials=3, storage=storage, study_name="s")
     study = optuna.load_study(study_name="s", storage=storage)
     assert [t.state for t in study.trials] == [TrialState.FAIL]
-    # With catch the worker goes on; failed trials count towards the study's n_trials.
+    # With catch the worker goes on; failed trials count towards n_trials and max_trials.
     run_study(broken, n_trials=3, storage=storage, study_name="s", catch=(ArithmeticError,))
-    assert [t.state for t in study.trials] == [TrialState.FAIL] * 3
+    assert [t.state for t in study.trials] == [TrialState.FAIL] * 4
+    run_study(broken, max_trials=5, storage=storage, study_name="s", catch=(ArithmeticError,))
+    assert [t.state for t in study.trials] == [TrialState.FAIL] * 5
 
 
 def test_timeout_stops_the_worker_starting_trials():
@@ -221,6 +232,16 @@ def test_timeout_stops_the_worker_starting_trials():
     [
         ({"n_trials": 0}, ValueError, "n_trials must be a positive integer"),
         ({"n_trials": 2.5}, ValueError, "n_trials must be a positive integer"),
+        ({"n_trials": None}, ValueError, "needs n_trials .* max_trials .* or timeout"),
+        ({"max_trials": 0}, ValueError, "max_trials must be a positive integer"),
+        ({"max_trials": "4"}, ValueError, "max_trials must be a positive integer"),
+        ({"heartbeat_interval": 0}, ValueError, "heartbeat_interval must be a positive integer"),
+        ({"heartbeat_interval": 1.5}, ValueError, "heartbeat_interval must be a positive"),
+        ({"grace_period": 0}, ValueError, "grace_period must be a positive integer"),
+        ({"grace_period": 60}, ValueError, "grace_period=60 must be longer than heartbeat"),
+        ({"heartbeat_interval": None, "grace_period": 9}, ValueError, "grace_period needs"),
+        ({"max_retry": -1}, ValueError, "max_retry must be a non-negative integer"),
+        ({"max_retry": None}, ValueError, "max_retry must be a non-negative integer"),
         ({"directions": ["down"]}, ValueError, "directions"),
         ({"directions": ["minimize"] * 3}, ValueError, "directions"),
         ({"cost": "money"}, ValueError, "cost='money'"),
@@ -240,3 +261,20 @@ def test_make_problem_must_return_a_problem():
     with pytest.raises(TypeError, match=r"must return \(propagator, x0\)"):
         run_study(lambda trial: None, n_trials=1, storage=storage, study_name="s")
     assert optuna.load_study(study_name="s", storage=storage).trials[0].state == TrialState.FAIL
+
+
+def test_importing_monoprop_optimize_leaves_optuna_jax_and_matplotlib_unloaded(tmp_path):
+    # A fresh interpreter: this one has imported them all. run_study brings in Optuna.
+    code = (
+        "import sys, monoprop, monoprop.optimize\n"
+        "heavy = ('optuna', 'jax', 'matplotlib', 'sqlalchemy')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "from monoprop.optimize import run_study\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(monoprop.__file__).parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "['optuna', 'sqlalchemy']"]
