@@ -50,7 +50,8 @@ CHILD = textwrap.dedent(
         return Circuit(ops, N, parameters=[t for *_, t in gates])
 
     def fresh():
-        return PauliPropagator(PauliOperator({Pauli("Z", (12,)): 1.0}, N), [], cutoff=6, lower_atol=1e-6)
+        z = PauliOperator({Pauli("Z", (12,)): 1.0}, N)
+        return PauliPropagator(z, [], cutoff=6, lower_atol=1e-6)
 
     # what: build_graph (structural, after a first build), propagate, or replay (value and
     # gradient of a graph built at its seed), `steps` Trotter steps long.
@@ -76,7 +77,7 @@ CHILD = textwrap.dedent(
             f, g = p.expectation_value_and_gradient(np.linspace(-1, 1, p.n_parameters))
             return [f, *g]
         # (a replay's follower replays: the values are compared below)
-        follow = (lambda q: q.build_graph(after)) if what == "build_graph" else (lambda q: None)
+        follow = (lambda q: q.build_graph(after)) if what == "build_graph" else (lambda _: None)
     facts = {"before": {"size": p.size(), "graph_layers": p.graph_layers, "value": value()}}
     print("started", flush=True)
     start = time.monotonic()
@@ -122,7 +123,7 @@ def _interrupt(what: str, steps: int, threads: int) -> dict:
             child.wait()
     assert started == "started" and child.returncode == 0, err
     facts = json.loads(out)
-    assert "caught" in facts, f"the call ended {facts['finished']:.1f} s after it started, before the signal"
+    assert "caught" in facts, f"the call ended after {facts['finished']:.1f} s, before the signal"
     facts["latency"] = facts["caught"] - sent
     return facts
 
@@ -147,7 +148,7 @@ def _long_build() -> tuple[PauliPropagator, Circuit]:
 
 @pytest.mark.parametrize("error", [ValueError, KeyboardInterrupt])
 @pytest.mark.parametrize("operation", ["build_graph", "propagate"])
-def test_a_raising_progress_callback_stops_the_operation_which_leaves_the_propagator_as_it_was(error, operation):
+def test_a_raising_progress_callback_stops_the_operation_and_rolls_back(error, operation):
     prop, circuit = _long_build()
     first = Circuit(list(circuit)[:2], 6, parameters=list(circuit.parameters)[:2])
     getattr(prop, operation)(first)

@@ -39,7 +39,7 @@ void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitSpec& ci
     if (t == 0 && budget_.granted_any()) budget_.refresh();
     apply_layer(t, team, plan, values, record, &remote_scratch_);
     interrupts_.poll(t == 0, 4096);  // between layers; long layers poll inside too (layer_step.h)
-    if (t != 0) continue;  // the primary thread records what spans ranks, and reports
+    if (t != 0) continue;            // the primary thread records what spans ranks, and reports
     if (remote_record) remote_record->push_back(remote_scratch_);
     if (l == 0) maybe_fault(plan.operation);
     if (progress_) progress_(l + 1, order.size(), total_size());
