@@ -83,7 +83,7 @@ class Engine:
         ...
     def set_progress(self, callback: typing.Any) -> None:
         """
-        Call ``callback(layers_done, layers_total, terms_held)`` during long operations; None stops it.
+        Call ``callback(layers_done, layers_total, terms_held)`` during long operations; None stops it. An exception of the callback stops the operation, which leaves the propagator as it was, and is raised again.
         """
     def size(self) -> int:
         """

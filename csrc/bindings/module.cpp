@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <complex>
+#include <utility>
 
 #include "monoprop/majorana_phase.h"
 #include "monoprop/monomial_propagator.h"
@@ -151,6 +152,31 @@ CutoffType parse_cutoff_type(const std::string& name) {
   throw std::invalid_argument("Unknown CutoffType string: '" + name + "'. Valid options are: 'length', 'support'.");
 }
 
+// Ctrl-C. Python runs signal handlers on its main thread only, and only when
+// asked (PyErr_CheckSignals), so an operation that holds the thread in the
+// core asks for it: the core calls this on the calling thread, between layers
+// and inside long ones, at most every 0.1 s (interrupt.h). A handler that
+// raises (the default SIGINT handler raises KeyboardInterrupt) stops the
+// operation; its exception waits in `pending_error` until the Interrupted it
+// becomes is translated back into it, on the same thread. A progress callback
+// that raises (Ctrl-C while it runs, most often) stops the operation the same way.
+unsigned long main_thread_ident = 0;
+thread_local py::error_already_set* pending_error = nullptr;
+
+// Keeps `error` (GIL held) for the translation of the Interrupted that follows.
+void keep_error(py::error_already_set error) {
+  delete pending_error;
+  pending_error = new py::error_already_set(std::move(error));
+}
+
+bool python_signal_pending() {
+  if (PyThread_get_thread_ident() != main_thread_ident) return false;
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) return false;
+  keep_error(py::error_already_set());  // takes the error out of the interpreter
+  return true;
+}
+
 Family parse_family(const std::string& name) {
   if (name == "pauli") return Family::Pauli;
   if (name == "majorana") return Family::Majorana;
@@ -173,8 +199,16 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(cls.ptr(), e.what());
     } catch (const MemoryBudgetError& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const Interrupted& e) {
+      if (py::error_already_set* pending = std::exchange(pending_error, nullptr)) {
+        pending->restore();
+        delete pending;
+      } else {
+        PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+      }
     }
   });
+  main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
   m.attr("MAX_NUM_MODES") = kMaxNumModes;
   m.attr("has_mpi") = mpi::available();
   m.def("mpi_library_version", &mpi::library_version,
@@ -219,7 +253,9 @@ PYBIND11_MODULE(_core, m) {
             config.truncation = {cutoff, parse_cutoff_type(cutoff_type), lower, upper};
             // The address of an mpi4py communicator's MPI_Comm (MPI._addressof).
             if (comm_handle) config.comm = mpi::Comm::from_handle(reinterpret_cast<const void*>(*comm_handle));
-            return make_propagator(std::move(config), basis_change.value_or(BasisChange{}));
+            auto engine = make_propagator(std::move(config), basis_change.value_or(BasisChange{}));
+            engine->set_interrupt_check(&python_signal_pending);
+            return engine;
           }),
           py::kw_only(), py::arg("family"), py::arg("num_modes"), py::arg("initial_operator"), py::arg("occupied"),
           py::arg("schrodinger_slots"), py::arg("cutoff"), py::arg("cutoff_type"), py::arg("lower_atol"),
@@ -342,14 +378,23 @@ address of an mpi4py communicator's MPI_Comm.)doc");
       "set_progress",
       [](MonomialPropagator& self, py::object callback) {
         if (callback.is_none()) return self.set_progress(nullptr);
-        // Called from the core with the GIL released; take it back for Python.
+        // Called from the core with the GIL released, between layers, on the
+        // calling thread; take the GIL back for Python. An exception stops the
+        // operation as an interrupt does (the propagator as before the call) and
+        // is raised again to the caller.
         self.set_progress([callback](std::size_t done, std::size_t total, std::size_t terms) {
           py::gil_scoped_acquire acquire;
-          callback(done, total, terms);
+          try {
+            callback(done, total, terms);
+          } catch (py::error_already_set& e) {
+            keep_error(std::move(e));
+            throw Interrupted("the progress callback raised");
+          }
         });
       },
       py::arg("callback"),
-      "Call ``callback(layers_done, layers_total, terms_held)`` during long operations; None stops it.");
+      "Call ``callback(layers_done, layers_total, terms_held)`` during long operations; None stops it. An "
+      "exception of the callback stops the operation, which leaves the propagator as it was, and is raised again.");
   cls.def("graph_size", &MonomialPropagator::graph_size);
   // Every member refuses once the propagator is invalid: a failed operation
   // leaves the state unknown, so nothing may read it. The core checks its own

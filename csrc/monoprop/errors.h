@@ -29,6 +29,13 @@ struct MemoryBudgetError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The caller's interrupt check (interrupt.h) said stop: a build or propagate
+// rolls back, a replay changes nothing (Python: the pending signal's
+// exception, KeyboardInterrupt for Ctrl-C).
+struct Interrupted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // A raw-layout accessor on a propagator with more than one shard (T > 1),
 // where there is no single store to return. Changes nothing.
 struct MultiShardUnsupported : std::runtime_error {

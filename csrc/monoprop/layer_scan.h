@@ -65,8 +65,9 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   constexpr std::size_t ahead = 4;
   std::size_t ring_word[ahead];
   std::uint64_t ring_hits[ahead];
-  std::size_t queued = 0;
+  std::size_t queued = 0, words = 0;
   me.keys.bits().xor_words(plan.columns.data(), plan.columns.size(), [&](std::size_t w, std::uint64_t hits) {
+    if ((++words & 255) == 0) interrupts_.poll(s == 0, 256 * 64);  // shard 0 is the primary's
     if (hits == 0) return;
     if (c)  // one line of coefficients per byte of the mask that has hits
       for (std::uint64_t lines = hits; lines; lines &= ~(std::uint64_t{0xff} << (std::countr_zero(lines) & ~7)))

@@ -5,6 +5,11 @@
 // evolved, one per shard: the operand itself in propagate, a build's working
 // values at its seed otherwise. `record` receives each shard's part of the
 // layer when the layer goes into a graph.
+//
+// The scan, the lookups and the rotations poll for an interrupt (interrupt.h)
+// every few thousand items: shard 0 is the primary's, which asks the caller;
+// an interrupt anywhere in a layer leaves only scratch and appended terms
+// behind, which the operation's rollback drops.
 #pragma once
 
 namespace monoprop {
@@ -70,6 +75,7 @@ void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan, bool late) {
     lookup_all(
         me.keys, inbox.size(), [&](std::size_t i) -> const Key& { return inbox[i].partner; },
         [&](std::size_t i, I b, std::uint64_t h) {
+          if ((i & 4095) == 0) interrupts_.poll(s == 0, 4096);
           Query& q = inbox[i];
           if (b == Keys::kEmpty) {
             q.answer = Answer::Born;
@@ -206,6 +212,7 @@ void Propagator<A, W, I>::settle_part(int s, std::size_t o, const std::vector<Qu
   }
   constexpr std::size_t ahead = 16;  // the coefficients of the lookup this far on are asked for
   for (std::size_t k = 0; k < queries.size(); ++k) {
+    if ((k & 4095) == 0) interrupts_.poll(s == 0, 4096);
     const Query& q = queries[k];
     if (values && k + ahead < queries.size()) {
       __builtin_prefetch(own + queries[k + ahead].a);

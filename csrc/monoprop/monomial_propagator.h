@@ -24,6 +24,7 @@
 #include "errors.h"
 #include "graph.h"
 #include "hash_index.h"
+#include "interrupt.h"
 
 namespace monoprop {
 
@@ -186,6 +187,16 @@ class MonomialPropagator {
                               " Construct a new propagator (copies made before the failure still work).");
   }
   void set_progress(Progress progress) { progress_ = std::move(progress); }
+  // Lets the caller stop long operations (interrupt.h): `check` is asked on
+  // the calling thread, between layers and inside long ones, at most once per
+  // `interval` (and every `stride` items of work); when it returns true the
+  // operation stops with Interrupted, the propagator as it was before the
+  // call. Copies keep the check; null removes it.
+  void set_interrupt_check(InterruptCheck check,
+                           std::chrono::steady_clock::duration interval = std::chrono::milliseconds(100),
+                           std::int64_t stride = Interrupts::kWork) {
+    interrupts_.set_check(std::move(check), interval, stride);
+  }
   // Test hook: the next operation named `where` fails once it has started
   // changing state ("propagate", "build_graph", "evaluate", "contract",
   // "update_initial_operator").
@@ -207,9 +218,10 @@ class MonomialPropagator {
   virtual const Graph& graph_() const = 0;
   virtual GraphData graph_data_() const = 0;
 
-  // Runs an operation: argument and usage errors, the shard ceiling and the
-  // memory budget are raised before anything changes (the last two by rolling
-  // back) and leave the propagator usable; any other
+  // Runs an operation: argument and usage errors, the shard ceiling, the
+  // memory budget and an interrupt are raised before anything changes (the
+  // last three by rolling back, or by a replay that keeps nothing) and leave
+  // the propagator usable; any other
   // failure leaves it invalid. With more than one rank the other ranks could
   // not be told, so any failure but an argument or usage error (which every
   // rank raises alike, before communicating) prints the rank and the error
@@ -219,6 +231,7 @@ class MonomialPropagator {
     check_valid();
     config_.comm.check_thread(operation);
     const Busy busy(busy_, operation);  // refuses a concurrent or reentrant call
+    interrupts_.arm();
     try {
       return body();
     } catch (const ArgumentError&) {
@@ -227,8 +240,10 @@ class MonomialPropagator {
       throw;
     } catch (const std::exception& e) {
       if (config_.comm.distributed()) config_.comm.abort(std::string(operation) + " failed: " + e.what());
-      // A refusal of the ceiling or the budget came before anything changed (or was rolled back).
-      if (!dynamic_cast<const ShardCeilingError*>(&e) && !dynamic_cast<const MemoryBudgetError*>(&e))
+      // A refusal of the ceiling or the budget, or an interrupt, came before
+      // anything changed (or was rolled back).
+      if (!dynamic_cast<const ShardCeilingError*>(&e) && !dynamic_cast<const MemoryBudgetError*>(&e) &&
+          !dynamic_cast<const Interrupted*>(&e))
         invalid_reason_ = std::string(operation) + " failed part-way (" + e.what() + ").";
       throw;
     } catch (...) {
@@ -277,6 +292,7 @@ class MonomialPropagator {
   Family basis_ = Family::Majorana;
   std::uint64_t generation_ = 0;
   Progress progress_;
+  mutable Interrupts interrupts_;
   mutable BusyFlag busy_;
   mutable std::string invalid_reason_;
   mutable std::string fault_;

@@ -272,6 +272,7 @@ class Propagator final : public MonomialPropagator {
   // Replays (propagator_replay.h).
   bool small_replay() const;
   const FlatGraph* flat_graph(const Team& team, double pare) const;
+  std::size_t layer_work(std::size_t l) const;
   void replay(int t, Team& team, double* const* c, const double* theta, double pare, const std::int32_t* lp) const;
   void replay_all(const std::vector<double>& parameters) const;
   double* spread_adjoint(int s) const;

@@ -38,7 +38,8 @@ void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitSpec& ci
     plan.layers = order.size();
     if (t == 0 && budget_.granted_any()) budget_.refresh();
     apply_layer(t, team, plan, values, record, &remote_scratch_);
-    if (t != 0) continue;  // the primary thread records what spans ranks, and reports
+    interrupts_.poll(t == 0, 4096);  // between layers; long layers poll inside too (layer_step.h)
+    if (t != 0) continue;            // the primary thread records what spans ranks, and reports
     if (remote_record) remote_record->push_back(remote_scratch_);
     if (l == 0) maybe_fault(plan.operation);
     if (progress_) progress_(l + 1, order.size(), total_size());
@@ -88,7 +89,8 @@ void Propagator<A, W, I>::truncate_to(const std::vector<std::size_t>& sizes) {
 }
 
 // The operand evolves in place; a refusal (the shard ceiling or the memory
-// budget) restores it from a copy of its coefficients taken at the start.
+// budget) or an interrupt restores it from a copy of its coefficients taken at
+// the start.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vector<double>& parameters,
                                     std::optional<int> k) {
@@ -120,6 +122,9 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
       rollback(before, std::move(saved));
       throw;
     } catch (const MemoryBudgetError&) {
+      rollback(before, std::move(saved));
+      throw;
+    } catch (const Interrupted&) {
       rollback(before, std::move(saved));
       throw;
     }
@@ -187,6 +192,9 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
       rollback(before, {});
       throw;
     } catch (const MemoryBudgetError&) {
+      rollback(before, {});
+      throw;
+    } catch (const Interrupted&) {
       rollback(before, {});
       throw;
     }

@@ -34,7 +34,8 @@ const FlatGraph* Propagator<A, W, I>::flat_graph(const Team& team, double pare) 
 
 // Replays every layer forward on the buffers c (c[s] already holds shard s's
 // starting coefficients); `lp`, when given, overrides each layer's parameter
-// index (graph order).
+// index (graph order). Polls for an interrupt between layers: a replay writes
+// only its own buffers, so stopping it changes nothing that outlives it.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const double* theta, double pare,
                                  const std::int32_t* lp) const {
@@ -61,7 +62,16 @@ void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const doub
     if (const RemoteLayer& remote = remote_[l]; !remote.empty())
       remote_step(t, team, remote, cs, sn, c, 1, ours_.data() + remote.offset, theirs_.data() + remote.offset, pare);
     team.sync(t);
+    interrupts_.poll(t == 0, layer_work(l));
   }
+}
+
+// The work of layer l for the interrupt polls of a replay: shard 0's entries
+// (the shards are alike), and some for the layer's own overhead.
+template <typename A, int W, typename I>
+std::size_t Propagator<A, W, I>::layer_work(std::size_t l) const {
+  const ShardLayer& layer = shards_[0].graph[l];
+  return 64 + layer.n_cos() + layer.n_rotations();
 }
 
 template <typename A, int W, typename I>
@@ -239,6 +249,7 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, double* const* state, c
                        swap_.data(), pare, at.data());
     }
     team.sync(t);
+    interrupts_.poll(t == 0, layer_work(l));
   }
 }
 

@@ -2,6 +2,7 @@
 // against a slow, plainly written reference. Prints "N passed, N failed".
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -639,6 +640,67 @@ static void test_propagator_ceiling() {
   unsetenv("monoprop_NUM_THREADS");
 }
 
+// An interrupt check that says stop at its k-th question (asked at every poll:
+// interval 0, stride 1): a build or propagation throws Interrupted and leaves
+// the propagator as it was, a replay changes nothing; all stay usable.
+static void test_interrupt() {
+  setenv("monoprop_NUM_THREADS", "2", 1);
+  Config config;
+  config.family = Family::Pauli;
+  config.num_modes = 4;
+  config.initial_operator = {Term{{0, 1}, 1.0}};  // Z0
+  config.truncation.cutoff = 8;
+  CircuitSpec circuit;
+  for (int rep = 0; rep < 3; ++rep)
+    for (std::uint32_t q = 0; q < 4; ++q) {
+      circuit.layers.push_back({{2 * q}, 0.5, circuit.n_parameters++, circuit.n_gates++});
+      if (q + 1 < 4) circuit.layers.push_back({{2 * q, 2 * q + 3}, 0.5, circuit.n_parameters++, circuit.n_gates++});
+    }
+  const std::vector<double> theta(static_cast<std::size_t>(circuit.n_parameters), 0.4);
+  int asked = 0, stop_at = 0;
+  auto check = [&] { return ++asked == stop_at; };
+  auto interrupted = [&](int k, auto&& call) {
+    asked = 0;
+    stop_at = k;
+    try {
+      call();
+    } catch (const Interrupted&) {
+      return true;
+    }
+    return false;
+  };
+
+  using P = Propagator<PauliAlgebra, 1>;
+  P p(config, {}, 4, Family::Pauli), reference(config, {}, 4, Family::Pauli);
+  p.set_interrupt_check(check, std::chrono::steady_clock::duration::zero(), 1);
+  p.build_graph(circuit, theta, std::nullopt);  // never stopped: stop_at = 0
+  reference.build_graph(circuit, theta, std::nullopt);
+  const std::vector<double> both(2 * theta.size(), 0.3);
+  const std::size_t size = p.size();
+  const double value = p.expectation_value(theta, 0.0, nullptr);
+  CHECK(interrupted(5, [&] { p.build_graph(circuit, both, std::nullopt); }));
+  CHECK(p.valid() && p.size() == size && p.graph_layers() == circuit.layers.size());
+  CHECK(p.expectation_value(theta, 0.0, nullptr) == value);
+  std::vector<double> gradient, expected;
+  CHECK(interrupted(3, [&] { p.expectation_value_and_gradient(theta, gradient, 0.0, nullptr); }));
+  CHECK(p.valid() && p.expectation_value_and_gradient(theta, gradient, 0.0, nullptr) ==
+                         reference.expectation_value_and_gradient(theta, expected, 0.0, nullptr));
+  CHECK(gradient == expected);
+  p.build_graph(circuit, both, std::nullopt);  // usable: as if never interrupted
+  reference.build_graph(circuit, both, std::nullopt);
+  CHECK(p.size() == reference.size() &&
+        p.expectation_value(both, 0.0, nullptr) == reference.expectation_value(both, 0.0, nullptr));
+
+  P q(config, {}, 4, Family::Pauli), fresh(config, {}, 4, Family::Pauli);
+  q.set_interrupt_check(check, std::chrono::steady_clock::duration::zero(), 1);
+  CHECK(interrupted(7, [&] { q.propagate(circuit, theta, std::nullopt); }));
+  CHECK(q.valid() && q.size() == 1 && q.expectation_value({}, 0.0, nullptr) == 1.0);
+  q.propagate(circuit, theta, std::nullopt);  // stop_at 7 passed: runs to the end
+  fresh.propagate(circuit, theta, std::nullopt);
+  CHECK(q.size() == fresh.size() && q.expectation_value({}, 0.0, nullptr) == fresh.expectation_value({}, 0.0, nullptr));
+  unsetenv("monoprop_NUM_THREADS");
+}
+
 // Routing::span against the size of the set of all xor combinations (2^span);
 // then the strict parsing of the routing variables, which a serial run checks too.
 static void test_routing(std::mt19937& rng) {
@@ -693,6 +755,7 @@ int main() {
   test_codec_round_trip(rng);
   test_replay_against_plain(rng);
   test_propagator_ceiling();
+  test_interrupt();
   test_routing(rng);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
