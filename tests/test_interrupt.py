@@ -132,8 +132,8 @@ def _interrupt(what: str, steps: int, threads: int) -> dict:
 @pytest.mark.parametrize(("what", "steps"), [("build_graph", 4), ("propagate", 12), ("replay", 7)])
 def test_ctrl_c_stops_a_long_operation_and_leaves_the_propagator_as_it_was(what, steps, threads):
     facts = _interrupt(what, steps, threads)
-    # About 0.1 s between polls; the slack is for a busy machine.
-    assert facts["latency"] < 2.0
+    # Polls come about 0.1 s apart; a second is the promise, with room for a busy machine.
+    assert facts["latency"] < 1.0
     assert facts["after"] == facts["before"]  # exactly: size, layers, value and gradient
     p_size, q_size, p_value, q_value = facts["next"]
     assert p_size == q_size and p_value == q_value
