@@ -17,23 +17,28 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// An append that would exceed what a shard's index type can address; refused
-// before anything changes.
-struct ShardCeilingError : std::runtime_error {
+// An operation stopped part-way that leaves the propagator as it was: a
+// build or propagate rolls back what it appended, a replay wrote nothing that
+// outlives it. The propagator stays usable.
+struct Refusal : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A build that would pass the memory budget (memory_budget.h); refused
-// before it grows, and the operation rolls back (Python MemoryError).
-struct MemoryBudgetError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// An append that would exceed what a shard's index type can address.
+struct ShardCeilingError : Refusal {
+  using Refusal::Refusal;
 };
 
-// The caller's interrupt check (interrupt.h) said stop: a build or propagate
-// rolls back, a replay changes nothing (Python: the pending signal's
-// exception, KeyboardInterrupt for Ctrl-C).
-struct Interrupted : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A build that would pass the memory budget (memory_budget.h), refused
+// before it grows (Python MemoryError).
+struct MemoryBudgetError : Refusal {
+  using Refusal::Refusal;
+};
+
+// The caller's interrupt check (interrupt.h) said stop (Python: the pending
+// signal's exception, KeyboardInterrupt for Ctrl-C).
+struct Interrupted : Refusal {
+  using Refusal::Refusal;
 };
 
 // A raw-layout accessor on a propagator with more than one shard (T > 1),

@@ -240,10 +240,8 @@ class MonomialPropagator {
       throw;
     } catch (const std::exception& e) {
       if (config_.comm.distributed()) config_.comm.abort(std::string(operation) + " failed: " + e.what());
-      // A refusal of the ceiling or the budget, or an interrupt, came before
-      // anything changed (or was rolled back).
-      if (!dynamic_cast<const ShardCeilingError*>(&e) && !dynamic_cast<const MemoryBudgetError*>(&e) &&
-          !dynamic_cast<const Interrupted*>(&e))
+      // A refusal came before anything changed, or was rolled back.
+      if (!dynamic_cast<const Refusal*>(&e))
         invalid_reason_ = std::string(operation) + " failed part-way (" + e.what() + ").";
       throw;
     } catch (...) {

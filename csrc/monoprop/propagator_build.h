@@ -118,13 +118,7 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
       Team::run(threads(), false, [&](int t, Team& team) {
         apply_circuit(t, team, circuit, &parameters, 0, values.data(), nullptr, nullptr, k);
       });
-    } catch (const ShardCeilingError&) {
-      rollback(before, std::move(saved));
-      throw;
-    } catch (const MemoryBudgetError&) {
-      rollback(before, std::move(saved));
-      throw;
-    } catch (const Interrupted&) {
+    } catch (const Refusal&) {
       rollback(before, std::move(saved));
       throw;
     }
@@ -188,13 +182,7 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
         apply_circuit(t, team, circuit, seed ? &*seed : nullptr, new_shift, seed ? values.data() : nullptr, &added,
                       &added_remote, k);
       });
-    } catch (const ShardCeilingError&) {
-      rollback(before, {});
-      throw;
-    } catch (const MemoryBudgetError&) {
-      rollback(before, {});
-      throw;
-    } catch (const Interrupted&) {
+    } catch (const Refusal&) {
       rollback(before, {});
       throw;
     }
