@@ -19,6 +19,10 @@ i.e. the gate ``exp(-i θ g M_S)``::
 e.g. ``c = 1j`` on ``(4, 5)`` is ``g = -1``; ``c = 0.7`` on ``(0, 1, 2, 3)`` is ``g = 0.7``.
 ``g`` is real exactly when the term is Hermitian. Pauli generators use their real Pauli
 coefficients unchanged.
+
+A circuit may also hold :class:`~monoprop.clifford.CliffordGate` objects: fixed gates applied
+exactly, which take no parameter. Parameter slots, ``resolved_mapping`` and ``index`` count
+the rotations (``ExpGate``) only.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from .arguments import PARAMETER_FIX
+from .clifford import CliffordGate
 from .encoding import HERMITIAN_ATOL, hermitian_phase, pauli_slots
 from .majorana import Majorana, MajoranaOperator
 from .pauli import PauliOperator
@@ -36,7 +41,9 @@ __all__ = [
     "CircuitFamily",
     "Circuit",
     "ExpGate",
+    "Gate",
     "GateFamily",
+    "circuit_layers",
     "expand_monomials",
     "validate_parameter_mapping",
 ]
@@ -158,14 +165,19 @@ def _is_identity_gate(gate: ExpGate) -> bool:
     return all(c == 0 for c in gate.generator.terms.values())
 
 
+Gate = ExpGate | CliffordGate
+
+
 class Circuit:
     """Gates in application order on ``system_size`` qubits or modes.
 
-    ``gates`` is a tuple (empty for a gateless circuit, whose ``family`` is ``"empty"``).
-    ``parameters`` (empty = unbound) holds one finite angle per parameter slot (NaN or infinite
-    raises ``ValueError``); ``initial_state`` lists the occupied qubits/modes of the reference
-    product state (``None`` = leave it to the propagator). Under the default mapping (no gate
-    sets ``index``), identity gates are dropped together with their angles.
+    ``gates`` is a tuple of ``ExpGate`` rotations and ``CliffordGate`` fixed gates (empty for a
+    gateless circuit, whose ``family`` is ``"empty"``). ``parameters`` (empty = unbound) holds
+    one finite angle per parameter slot (NaN or infinite raises ``ValueError``); slots belong
+    to the rotations, in order, unless they set ``index``. ``initial_state`` lists the occupied
+    qubits/modes of the reference product state (``None`` = leave it to the propagator). Under
+    the default mapping (no rotation sets ``index``), identity rotations are dropped together
+    with their angles.
 
     >>> from monoprop.pauli import PauliOperator
     >>> x0 = ExpGate(PauliOperator({"XI": 1.0}, 2))
@@ -179,7 +191,7 @@ class Circuit:
 
     def __init__(
         self,
-        gates: Iterable[ExpGate],
+        gates: Iterable[Gate],
         system_size: int,
         parameters: Iterable[float] = (),
         initial_state: Iterable[int] | None = None,
@@ -191,25 +203,33 @@ class Circuit:
         check_finite_array(self.parameters, "parameters", fix=PARAMETER_FIX)
         self._state_given: bool = initial_state is not None
         self.initial_state: tuple[int, ...] = _check_initial_state(initial_state, self.system_size)
-        self.gates: tuple[ExpGate, ...] = tuple(gates)
-        if all(g.index is None for g in gates):
+        self.gates: tuple[Gate, ...] = tuple(gates)
+        if all(g.index is None for g in self.rotations):
             self._drop_identity_gates()
         self._check_parameter_count()
 
+    @property
+    def rotations(self) -> tuple[ExpGate, ...]:
+        """The ``ExpGate`` rotations, in order: the gates that take parameter slots."""
+        return tuple(g for g in self.gates if isinstance(g, ExpGate))
+
     def _drop_identity_gates(self) -> None:
-        """Remove ``exp(0)`` gates (default mapping only), with their entries in parameters."""
-        keep = [i for i, g in enumerate(self.gates) if not _is_identity_gate(g)]
-        if len(keep) == len(self.gates):
+        """Remove ``exp(0)`` rotations (default mapping only), with their entries in parameters."""
+        rotations = self.rotations
+        dropped = {id(g) for g in rotations if _is_identity_gate(g)}
+        if not dropped:
             return
         if self.parameters:
-            if len(self.parameters) != len(self.gates):
+            if len(self.parameters) != len(rotations):
                 raise ValueError(
                     f"parameters has {len(self.parameters)} values but the circuit has "
-                    f"{len(self.gates)} gates. Under the default mapping each gate as written "
+                    f"{len(rotations)} gates. Under the default mapping each rotation as written "
                     "(identity gates included; they are dropped with their value) takes one."
                 )
-            self.parameters = tuple(self.parameters[i] for i in keep)
-        self.gates = tuple(self.gates[i] for i in keep)
+            self.parameters = tuple(
+                p for p, g in zip(self.parameters, rotations, strict=True) if id(g) not in dropped
+            )
+        self.gates = tuple(g for g in self.gates if id(g) not in dropped)
 
     def _check_parameter_count(self) -> None:
         mapping = self.resolved_mapping  # also validates the gates' indices
@@ -222,12 +242,12 @@ class Circuit:
 
     @property
     def resolved_mapping(self) -> tuple[int, ...]:
-        """Per gate, its slot in the parameter vector.
+        """Per rotation (``ExpGate``, in order), its slot in the parameter vector.
 
-        Identity ``(0, 1, …)`` when no gate sets ``index``; the gates' indices when all do
-        (they must cover ``0..max`` without gaps).
+        Identity ``(0, 1, …)`` when no rotation sets ``index``; the rotations' indices when all
+        do (they must cover ``0..max`` without gaps).
         """
-        indices = [g.index for g in self.gates]
+        indices = [g.index for g in self.rotations]
         unset = [i for i, index in enumerate(indices) if index is None]
         if len(unset) == len(indices):
             return tuple(range(len(indices)))
@@ -287,14 +307,7 @@ class Circuit:
                 f"({len(self.parameters)} + {len(other.parameters)} parameter values); "
                 "bind both or neither."
             )
-        offset = self.n_parameters
-        gates = [
-            ExpGate._with_index(g, i) for g, i in zip(self, self.resolved_mapping, strict=True)
-        ]
-        gates += [
-            ExpGate._with_index(g, i + offset)
-            for g, i in zip(other, other.resolved_mapping, strict=True)
-        ]
+        gates = _indexed(self, 0) + _indexed(other, self.n_parameters)
         if self._state_given:
             state: tuple[int, ...] | None = self.initial_state
         elif other._state_given:
@@ -351,7 +364,7 @@ class Circuit:
     def __len__(self) -> int:
         return len(self.gates)
 
-    def __iter__(self) -> Iterator[ExpGate]:
+    def __iter__(self) -> Iterator[Gate]:
         return iter(self.gates)
 
     def __eq__(self, other: object) -> bool:
@@ -371,16 +384,25 @@ class Circuit:
         )
 
 
+def _indexed(circuit: Circuit, offset: int) -> list[Gate]:
+    """The circuit's gates with every rotation's slot made explicit and shifted by ``offset``."""
+    slots = iter(circuit.resolved_mapping)
+    return [
+        ExpGate._with_index(g, next(slots) + offset) if isinstance(g, ExpGate) else g
+        for g in circuit.gates
+    ]
+
+
 def _is_unbound(circuit: Circuit) -> bool:
     return circuit.n_parameters > 0 and not circuit.parameters
 
 
 def _check_gates(gates: list[Any], system_size: int) -> None:
     for pos, gate in enumerate(gates):
-        if not isinstance(gate, ExpGate):
+        if not isinstance(gate, (ExpGate, CliffordGate)):
             raise TypeError(
-                f"Circuit gates must be ExpGate objects; got {type(gate).__name__} at position "
-                f"{pos}. Wrap the generator: ExpGate(operator)."
+                f"Circuit gates must be ExpGate or CliffordGate objects; got "
+                f"{type(gate).__name__} at position {pos}. Wrap the generator: ExpGate(operator)."
             )
     families = [g.family for g in gates]
     if "pauli" in families and "majorana" in families:
@@ -530,3 +552,53 @@ def _majorana_layer(
             "imaginary one for w mod 4 in {2, 3}."
         )
     return key, float(g.real)
+
+
+def circuit_layers(
+    circuit: Circuit, num_modes: int
+) -> tuple[list[tuple[int, ...]], list[float], list[int], list[int], list[int]]:
+    """All of a circuit's layers in order, as the core takes them: ``(slot_keys, coeffs,
+    parameter_mapping, gate_indices, quarter_turns)``.
+
+    Rotations expand as in :func:`expand_monomials` (``gate_indices`` counts rotations only)
+    with ``quarter_turns`` 0; a ``CliffordGate`` gives one layer per quarter turn
+    (:meth:`~monoprop.clifford.CliffordGate.engine_layers`) with coefficient 0, parameter and
+    gate ``-1``, and its quarter turns (1 to 3) on the Hermitian monomial.
+
+    >>> from monoprop.pauli import PauliOperator
+    >>> c = Circuit([CliffordGate.s(0, 1), ExpGate(PauliOperator({"X": 0.5}, 1))], 1)
+    >>> circuit_layers(c, 1)
+    ([(0, 1), (0,)], [0.0, 0.5], [-1, 0], [-1, 0], [3, 0])
+    """
+    keys: list[tuple[int, ...]] = []
+    coeffs: list[float] = []
+    params: list[int] = []
+    gate_indices: list[int] = []
+    turns: list[int] = []
+    slots = iter(circuit.resolved_mapping)
+    rotation = 0
+    for gate in circuit.gates:
+        if isinstance(gate, CliffordGate):
+            for key, q in gate.engine_layers():
+                _check_slots(key, num_modes)
+                keys.append(key)
+                coeffs.append(0.0)
+                params.append(-1)
+                gate_indices.append(-1)
+                turns.append(q)
+            continue
+        k, g, p, _ = expand_monomials([gate], [next(slots)], num_modes)
+        keys += k
+        coeffs += g
+        params += p
+        gate_indices += [rotation] * len(k)
+        turns += [0] * len(k)
+        rotation += 1
+    return keys, coeffs, params, gate_indices, turns
+
+
+def _check_slots(key: tuple[int, ...], num_modes: int) -> None:
+    if key and max(key) >= 2 * num_modes:
+        raise ValueError(
+            f"CliffordGate term with slots {list(key)} acts outside the system of {num_modes}."
+        )
