@@ -18,6 +18,7 @@ from ._core import (
     is_antihermitian,
 )
 from .circuit import Circuit, ExpGate, expand_monomials, validate_parameter_mapping
+from .clifford import CliffordGate
 from .encoding import jordan_wigner_basis_change
 from .exceptions import (
     InvalidPropagatorError,
@@ -40,6 +41,7 @@ __version__ = "0.1.0"
 __all__ = [
     "MAX_NUM_MODES",
     "Circuit",
+    "CliffordGate",
     "ExpGate",
     "FermiOperator",
     "FermiString",

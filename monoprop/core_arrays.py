@@ -25,7 +25,9 @@ For example the Pauli terms ``2.0 * Z0`` (slots 0 and 1) and ``-0.5 * X1 Y2``
 :class:`LayerArrays` holds a circuit flattened to *layers*, one generator term per
 layer: layer ``l`` applies ``exp(+i theta h G)`` with ``G`` and ``h`` the layer's
 term, ``theta = parameters_vector[parameters[l]]``, and records that it came from gate
-``gates[l]`` of the circuit.
+``gates[l]`` of the circuit. A *Clifford layer* (``quarter_turns[l] = q`` in 1..3)
+instead applies the fixed gate ``exp(+i q pi/4 G)``; it has no parameter and no gate
+(both ``-1``) and its coefficient is not read.
 
 Both check their invariants when constructed and raise :class:`ValueError` naming the
 field and the offending values, so that the core only ever sees well-formed arrays.
@@ -128,7 +130,11 @@ class LayerArrays:
       circuit's parameter vector, in ``0 .. n_parameters - 1``.
     * ``gates`` (int32, 1-D, one per layer): the circuit gate layer ``l`` comes from, in
       ``0 .. n_gates - 1`` (a gate with several commuting terms gives several layers).
-    * ``n_parameters``, ``n_gates`` (int, ``>= 0``): the circuit's parameter and gate counts.
+    * ``n_parameters``, ``n_gates`` (int, ``>= 0``): the circuit's parameter and rotation gate
+      counts.
+    * ``quarter_turns`` (int8, 1-D, one per layer; default all 0): 0 for a rotation, ``q`` in
+      1..3 for the Clifford layer ``exp(+i q pi/4 G)``, whose ``parameters`` and ``gates``
+      entries are ``-1``.
 
     Two layers from one gate ``exp(+i theta (X0 + 0.5 Y1))`` on two qubits:
 
@@ -146,6 +152,7 @@ class LayerArrays:
     gates: np.ndarray
     n_parameters: int
     n_gates: int
+    quarter_turns: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.terms, TermArrays):
@@ -155,13 +162,24 @@ class LayerArrays:
         parameters = _integer_field("parameters", self.parameters)
         gates = _integer_field("gates", self.gates)
         layers = len(self.terms)
-        for name, values in (("parameters", parameters), ("gates", gates)):
+        turns = _integer_field(
+            "quarter_turns",
+            np.zeros(layers, dtype=np.int8) if self.quarter_turns is None else self.quarter_turns,
+        )
+        for name, values in (("parameters", parameters), ("gates", gates), ("quarter_turns", turns)):
             if len(values) != layers:
                 raise ValueError(
                     f"{name} has {len(values)} entries but terms has {layers}; give one per layer."
                 )
-        _check_range("parameters", parameters, 0, n_parameters, f"n_parameters = {n_parameters}")
-        _check_range("gates", gates, 0, n_gates, f"n_gates = {n_gates}")
+        _check_range("quarter_turns", turns, 0, 4)
+        rotation = turns == 0
+        _check_range(
+            "parameters", parameters, 0, n_parameters, f"n_parameters = {n_parameters}", rotation
+        )
+        _check_range("gates", gates, 0, n_gates, f"n_gates = {n_gates}", rotation)
+        for name, values in (("parameters", parameters), ("gates", gates)):
+            _check_range(name, values, -1, 0, "a Clifford layer has none: -1", ~rotation)
+        object.__setattr__(self, "quarter_turns", _frozen(turns, np.int8))
         object.__setattr__(self, "parameters", _frozen(parameters, np.int32))
         object.__setattr__(self, "gates", _frozen(gates, np.int32))
         object.__setattr__(self, "n_parameters", n_parameters)
@@ -238,9 +256,12 @@ def _check_offsets(offsets: np.ndarray, n_slots: int, n_terms: int) -> None:
         )
 
 
-def _check_range(name: str, values: np.ndarray, low: int, end: int, why: str = "") -> None:
-    """Every value in ``low .. end - 1``, checked before any narrowing cast can wrap."""
-    bad = np.flatnonzero((values < low) | (values >= end))
+def _check_range(
+    name: str, values: np.ndarray, low: int, end: int, why: str = "", where: Any = True
+) -> None:
+    """Every value (where ``where``) in ``low .. end - 1``, checked before any narrowing cast
+    can wrap."""
+    bad = np.flatnonzero(((values < low) | (values >= end)) & where)
     if bad.size:
         i = int(bad[0])
         reason = f" ({why})" if why else ""

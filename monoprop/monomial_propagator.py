@@ -31,7 +31,7 @@ from .arguments import (
     optional_atol,
     parameter_list,
 )
-from .circuit import Circuit, expand_monomials, validate_parameter_mapping
+from .circuit import Circuit, circuit_layers, validate_parameter_mapping
 from .core_arrays import LayerArrays, TermArrays
 from .exceptions import NumberOfModesInvalidError, StaleFunctionalError
 from .validation import check_finite, check_finite_array, check_int
@@ -267,18 +267,17 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         )
 
     def _layer_arrays(self, circuit: Circuit) -> LayerArrays:
-        """The circuit as the core takes it: one layer per generator term, in order."""
-        gates = list(circuit)
-        keys, g, mapping, gate_indices = expand_monomials(
-            gates, list(circuit.resolved_mapping), self.num_modes
-        )
+        """The circuit as the core takes it: one layer per generator term (and per quarter turn
+        of a Clifford gate), in order."""
+        keys, g, mapping, gate_indices, turns = circuit_layers(circuit, self.num_modes)
         h = self._layer_coefficients(np.asarray(g, dtype=np.float64))
         return LayerArrays(
             terms=TermArrays.from_keys(keys, h),
             parameters=np.asarray(mapping, dtype=np.int32),
             gates=np.asarray(gate_indices, dtype=np.int32),
             n_parameters=circuit.n_parameters,
-            n_gates=len(gates),
+            n_gates=len(circuit.rotations),
+            quarter_turns=np.asarray(turns, dtype=np.int8),
         )
 
     def _layer_coefficients(self, g: np.ndarray) -> np.ndarray:

@@ -82,3 +82,30 @@ def propagate(observable: dict[str, float], gates, cutoff: int, lower=None, uppe
     for g, theta in reversed(gates):
         ops = apply_layer(ops, g, theta, cutoff, lower, upper)
     return ops
+
+
+def apply_clifford(ops: dict[str, float], g: str, k: int) -> dict[str, float]:
+    """The quarter turns exp(+i k pi/4 G), exactly: each anticommuting P becomes
+    sin(k pi/2) s (P G) for odd k (i P G = s Q), or -P for k = 2; no term is added or cut."""
+    new = {}
+    for p, c in ops.items():
+        if not anticommutes(p, g) or k % 4 == 0:
+            new[p] = c
+        elif k % 4 == 2:
+            new[p] = -c
+        else:
+            phase, q = product(p, g)
+            s = (1j * phase).real
+            new[q] = (1 if k % 4 == 1 else -1) * s * c
+    return new
+
+
+def propagate_mixed(observable: dict[str, float], gates, cutoff: int, lower=None, upper=None):
+    """``gates`` = [("rotation", G, theta) or ("clifford", G, k)] in application order."""
+    ops = dict(observable)
+    for kind, g, value in reversed(gates):
+        if kind == "clifford":
+            ops = apply_clifford(ops, g, value)
+        else:
+            ops = apply_layer(ops, g, value, cutoff, lower, upper)
+    return ops

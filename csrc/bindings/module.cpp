@@ -31,13 +31,16 @@ struct TermArrays {
 };
 
 // monoprop.core_arrays.LayerArrays: layer l applies exp(+i theta h G) with G, h
-// term l of `terms` and theta = parameter vector[parameters[l]].
+// term l of `terms` and theta = parameter vector[parameters[l]], or, where
+// quarter_turns[l] = q is not 0, the Clifford layer exp(+i q pi/4 G).
+using TurnArray = py::array_t<std::int8_t, py::array::c_style | py::array::forcecast>;
 struct LayerArrays {
   TermArrays terms;
   IndexArray parameters;
   IndexArray gates;
   std::int32_t n_parameters = 0;
   std::int32_t n_gates = 0;
+  TurnArray quarter_turns;
 };
 
 }  // namespace
@@ -66,6 +69,7 @@ struct type_caster<LayerArrays> {
     value.gates = src.attr("gates").cast<IndexArray>();
     value.n_parameters = src.attr("n_parameters").cast<std::int32_t>();
     value.n_gates = src.attr("n_gates").cast<std::int32_t>();
+    value.quarter_turns = src.attr("quarter_turns").cast<TurnArray>();
     return true;
   }
 };
@@ -108,13 +112,14 @@ CircuitSpec to_circuit(const LayerArrays& arrays) {
   const auto terms = to_terms(arrays.terms);
   const auto p = arrays.parameters.unchecked<1>();
   const auto g = arrays.gates.unchecked<1>();
+  const auto q = arrays.quarter_turns.unchecked<1>();
   const auto n = static_cast<py::ssize_t>(terms.size());
-  if (p.shape(0) != n || g.shape(0) != n)
-    throw std::invalid_argument("parameters has " + std::to_string(p.shape(0)) + " entries and gates " +
-                                std::to_string(g.shape(0)) + " but terms has " + std::to_string(n) +
-                                "; give one per layer.");
+  if (p.shape(0) != n || g.shape(0) != n || q.shape(0) != n)
+    throw std::invalid_argument("parameters has " + std::to_string(p.shape(0)) + " entries, gates " +
+                                std::to_string(g.shape(0)) + " and quarter_turns " + std::to_string(q.shape(0)) +
+                                " but terms has " + std::to_string(n) + "; give one per layer.");
   for (std::size_t l = 0; l < terms.size(); ++l)
-    circuit.layers.push_back({terms[l].slots, terms[l].coefficient, p(l), g(l)});
+    circuit.layers.push_back({terms[l].slots, terms[l].coefficient, p(l), g(l), q(l)});
   circuit.n_parameters = arrays.n_parameters;
   circuit.n_gates = arrays.n_gates;
   return circuit;

@@ -37,20 +37,44 @@ struct MajoranaAlgebra {
     explicit Generator(const Monomial<W>& g) : bits(g), length(g.length()) {
       for (int k = 0; k < W; ++k)
         if (g.words[k] != 0) active[n_active++] = k;
-      std::uint64_t carry = 0;
-      for (int k = 0; k < W; ++k) {
-        std::uint64_t x = g.words[k];
-        x ^= x << 1;
-        x ^= x << 2;
-        x ^= x << 4;
-        x ^= x << 8;
-        x ^= x << 16;
-        x ^= x << 32;
-        below_parity.words[k] = (x << 1) ^ carry;
-        if (std::popcount(g.words[k]) & 1) carry = ~carry;
-      }
+      below_parity = below_parities(g);
     }
   };
+
+  // Bit a of the result: the parity of the number of g's factors below slot a.
+  template <int W>
+  static Monomial<W> below_parities(const Monomial<W>& g) {
+    Monomial<W> out;
+    std::uint64_t carry = 0;
+    for (int k = 0; k < W; ++k) {
+      std::uint64_t x = g.words[k];
+      x ^= x << 1;
+      x ^= x << 2;
+      x ^= x << 4;
+      x ^= x << 8;
+      x ^= x << 16;
+      x ^= x << 32;
+      out.words[k] = (x << 1) ^ carry;
+      if (std::popcount(g.words[k]) & 1) carry = ~carry;
+    }
+    return out;
+  }
+
+  // The power e of i in M_A M_B = i^e M_{A xor B}: the Hermitian phases of
+  // both factors and of the result, and the parity of the swaps that sort
+  // m_A m_B (each factor of B passes the factors of A above it).
+  template <int W>
+  static int product_power(const Monomial<W>& a, const Monomial<W>& b) {
+    const Monomial<W> below = below_parities(b);
+    int swaps = 0;
+    for (int k = 0; k < W; ++k) swaps += std::popcount(a.words[k] & below.words[k]);
+    return (pairs(a.length()) + pairs(b.length()) - pairs((a ^ b).length()) + 2 * swaps) & 3;
+  }
+  // The power c of i in M_S = i^c m_{s1} ... m_{sw}, the slots ascending.
+  template <int W>
+  static int basis_power(const Monomial<W>& p) {
+    return pairs(p.length());
+  }
 
   // Anticommuting iff |P||G| - |P and G| is odd: the parity of the shared
   // factors (odd_bits over the generator's active words) and of |P||G|.
@@ -204,6 +228,27 @@ struct PauliAlgebra {
     int parity = 0;
     for (int k = 0; k < W; ++k) parity += std::popcount(p.words[k] & occupied.words[k]);
     return (parity & 1) ? -1.0 : 1.0;
+  }
+
+  // The power e of i in A B = i^e (A xor B), letter by letter: XY = iZ,
+  // YZ = iX, ZX = iY, and the reverse orders give -i.
+  template <int W>
+  static int product_power(const Monomial<W>& a, const Monomial<W>& b) {
+    int cyclic = 0, anticyclic = 0;
+    for (int k = 0; k < W; ++k) {
+      const Letters x = letters(a.words[k]), y = letters(b.words[k]);
+      cyclic += std::popcount((x.x & y.y) | (x.y & y.z) | (x.z & y.x));
+      anticyclic += std::popcount((x.y & y.x) | (x.z & y.y) | (x.x & y.z));
+    }
+    return (cyclic - anticyclic) & 3;
+  }
+  // The power c of i in P = i^c e_{s1} ... e_{sw}, slots ascending, with
+  // e_{2q} = X_q and e_{2q+1} = Y_q: Z = -i X Y, so c = -(number of Z).
+  template <int W>
+  static int basis_power(const Monomial<W>& p) {
+    int z = 0;
+    for (int k = 0; k < W; ++k) z += std::popcount(p.words[k] & (p.words[k] >> 1) & kEvenSlots);
+    return (-z) & 3;
   }
 };
 

@@ -85,7 +85,7 @@ void Propagator<A, W, I>::answer_lookups(const LayerPlan& plan, RemoteLayer& rem
   }
   config_.comm.exchange(parcels, sizeof(Answer));
 
-  auto is_half = [&](const Key& partner) { return plan.k && partner.length() > *plan.k; };
+  auto is_half = [&](const Key& partner) { return plan.k && plan.truth(partner).length() > *plan.k; };
   auto kept = [&](Answer answer, const Key& partner) {
     return answer != Answer::FoundAsking || partner.test(plan.top);
   };

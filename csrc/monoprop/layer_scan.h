@@ -50,7 +50,8 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   auto visit = [&](std::size_t w, std::uint64_t hits) {
     for (; hits; hits &= hits - 1) {
       const auto i = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(hits)));
-      if (plan.k && me.keys.length(i) > *plan.k) continue;  // untouched
+      if (plan.k && (plan.frame ? plan.truth(me.keys.key(i)).length() : me.keys.length(i)) > *plan.k)
+        continue;  // untouched
       const double moved = c ? std::abs(plan.sn * c[i]) : 0.0;
       if (lower && !(moved > lower_atol)) {
         quiet(me, plan, c, i);
@@ -99,9 +100,9 @@ void Propagator<A, W, I>::test_partners(int s, const LayerPlan& plan, double* c,
   const bool upper = c && t.upper_atol;
   for (std::size_t e = 0; e < batch.size; ++e) {
     const std::uint32_t i = batch.term[e];
-    const Key key = me.keys.key(i), partner = key ^ plan.generator;
-    const int measure = t.type == CutoffType::Support ? partner.support() : partner.length();
-    if (measure <= t.cutoff || partner.fully_paired() || (upper && batch.moved[e] > *t.upper_atol))
+    const Key key = me.keys.key(i), partner = key ^ plan.generator, seen = plan.truth(partner);
+    const int measure = t.type == CutoffType::Support ? seen.support() : seen.length();
+    if (measure <= t.cutoff || seen.fully_paired() || (upper && batch.moved[e] > *t.upper_atol))
       ask(me, plan, i, key, partner);
     else
       quiet(me, plan, c, i);

@@ -45,12 +45,15 @@ struct Term {
   double coefficient = 0.0;
 };
 
-// One generator term of a gate: exp(+i theta h G), theta = parameters[parameter].
+// One generator term of a gate: exp(+i theta h G), theta = parameters[parameter];
+// or, with quarter_turns q in 1..3, the fixed Clifford layer exp(+i q pi/4 G),
+// whose coefficient, parameter and gate are not read (clifford_frame.h).
 struct LayerSpec {
   std::vector<std::uint32_t> slots;
   double coefficient = 0.0;  // h
   std::int32_t parameter = 0;
   std::int32_t gate = 0;
+  std::int8_t quarter_turns = 0;
 };
 
 // A circuit flattened to layers, first gate first, with circuit-local

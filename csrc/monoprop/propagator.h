@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "clifford_frame.h"
 #include "graph.h"
 #include "memory_budget.h"
 #include "monomial_propagator.h"
@@ -50,6 +51,7 @@ class Propagator final : public MonomialPropagator {
   using Key = Monomial<W>;
   using Keys = Store<W, Index>;
   using Gen = typename Algebra::template Generator<W>;
+  using Frame = CliffordFrame<Algebra, W>;
 
   Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis);
 
@@ -62,7 +64,6 @@ class Propagator final : public MonomialPropagator {
                  std::optional<int> only_rotate_len_k) override;
   void build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
                    std::optional<int> only_rotate_len_k) override;
-  void adopt_graph(const CircuitSpec& circuit, std::vector<Graph>& added, std::vector<RemoteLayer>& added_remote);
 
   double expectation_value(const std::vector<double>& parameters, double pare,
                            const std::vector<std::int32_t>* mapping) const override;
@@ -148,6 +149,9 @@ class Propagator final : public MonomialPropagator {
     bool informed = false;    // coefficients steer truncation
     bool record = false;      // the layer goes into the graph
     std::optional<int> k;     // only_rotate_len_k
+    const Frame* frame = nullptr;  // when truncation measures keys in a Clifford frame
+    // The term a held key stands for, up to sign: what truncation measures.
+    Key truth(const Key& key) const { return frame ? frame->image(key) : key; }
     std::vector<int> peers;   // ranks the layer's lookups go to (ascending)
     const char* operation = "";
     std::size_t layer = 0, layers = 0;  // position in the call, for messages
@@ -220,6 +224,23 @@ class Propagator final : public MonomialPropagator {
   std::vector<const LayerSpec*> application_order(const CircuitSpec& circuit) const;
   double frequency(const LayerSpec& layer) const { return (schrodinger() ? -2.0 : 2.0) * layer.coefficient; }
 
+  // A circuit's rotations as the held terms see them (clifford_frame.h): the
+  // Clifford layers fold into the frame, and each rotation's generator is
+  // pulled back through the frame in force where it acts.
+  struct Step {
+    Key generator;           // F^-1 of the layer's generator, without its sign
+    double frequency = 0.0;  // the layer's, times the sign of F^-1
+    std::int32_t parameter = 0, gate = 0;
+    std::size_t frame = 0;  // 1 + the index in CircuitPlan::frames truncation reads; 0: none
+  };
+  struct CircuitPlan {
+    std::vector<Step> steps;    // application order
+    std::vector<Frame> frames;  // the frames truncation measures in, when they matter
+    Frame after;                // the frame once the circuit is applied
+  };
+  CircuitPlan plan_circuit(const CircuitSpec& circuit, std::optional<int> only_rotate_len_k) const;
+  void adopt_graph(const CircuitSpec& circuit, CircuitPlan& plan, std::vector<Graph>& added,
+                   std::vector<RemoteLayer>& added_remote);
   // One layer on the current stores (layer_step.h, layer_scan.h).
   void apply_layer(int t, Team& team, const LayerPlan& plan, Column<double>** values, std::vector<Graph>* record,
                    RemoteLayer* remote);
@@ -245,7 +266,7 @@ class Propagator final : public MonomialPropagator {
   void clear_flags(int s);
   // A found partner too long to rotate back (only_rotate_len_k): a half.
   static bool half(const Query& q, const LayerPlan& plan) {
-    return q.answer != Answer::Born && plan.k && q.partner.length() > *plan.k;
+    return q.answer != Answer::Born && plan.k && plan.truth(q.partner).length() > *plan.k;
   }
   // Whether the asking shard applies and records q's rotation: always, unless
   // both terms asked and q's partner lacks the generator's top slot.
@@ -258,11 +279,11 @@ class Propagator final : public MonomialPropagator {
   void resolve_incoming(int s, const LayerPlan& plan);
   void answer_lookups(const LayerPlan& plan, RemoteLayer& remote);
   void unscale_remote(int s, const RemoteLayer& remote, const LayerPlan& plan, double* const* c) const;
-  void apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
+  void apply_circuit(int t, Team& team, const CircuitPlan& circuit, const std::vector<double>* theta,
                      std::int32_t parameter_shift, Column<double>** values, std::vector<Graph>* record,
                      std::vector<RemoteLayer>* remote_record, std::optional<int> k);
   // One COMMROUTE line when a circuit's rank shifts leave ranks empty.
-  void report_routing(const CircuitSpec& circuit) const;
+  void report_routing(const CircuitPlan& circuit) const;
   void release_scratch();
   // Drops every term appended since `sizes` (a refused operation), and puts
   // back the operand's coefficients from `saved` when given.
@@ -316,6 +337,8 @@ class Propagator final : public MonomialPropagator {
   Keys observable_keys_;
   Column<double> observable_coefficients_;
   std::int32_t n_parameters_ = 0, n_gates_ = 0;
+  // The Clifford frame of the held terms now, and where the graph starts.
+  Frame frame_, start_frame_;
 };
 
 }  // namespace monoprop

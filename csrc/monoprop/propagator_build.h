@@ -8,15 +8,16 @@ namespace monoprop {
 // `theta` (with `parameter_shift` onto its axis) gives the angles when the
 // coefficients in `values` are evolved; `record` and `infos` receive the graph.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitSpec& circuit, const std::vector<double>* theta,
+void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitPlan& circuit, const std::vector<double>* theta,
                                         std::int32_t parameter_shift, Column<double>** values,
                                         std::vector<Graph>* record, std::vector<RemoteLayer>* remote_record,
                                         std::optional<int> k) {
-  const auto order = application_order(circuit);
+  const std::vector<Step>& order = circuit.steps;
   const int slots = 2 * config_.num_modes;
   for (std::size_t l = 0; l < order.size(); ++l) {
-    const LayerSpec& spec = *order[l];
-    LayerPlan plan(key_of(spec.slots));
+    const Step& step = order[l];
+    LayerPlan plan(step.generator);
+    plan.frame = step.frame ? &circuit.frames[step.frame - 1] : nullptr;
     A::scan_columns(plan.generator, slots, plan.columns);
     for (int w = W; w-- > 0;)
       if (plan.generator.words[w]) {
@@ -24,7 +25,7 @@ void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitSpec& ci
         break;
       }
     if (theta) {
-      const double phi = frequency(spec) * (*theta)[static_cast<std::size_t>(spec.parameter + parameter_shift)];
+      const double phi = step.frequency * (*theta)[static_cast<std::size_t>(step.parameter + parameter_shift)];
       plan.cs = std::cos(phi);
       plan.sn = std::sin(phi);
       plan.inverse_cs = 1.0 / plan.cs;
@@ -46,11 +47,42 @@ void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitSpec& ci
   }
 }
 
+// The rotations with Clifford layers folded into the frame (clifford_frame.h).
+// Truncation reads the frame only where it can tell: a cutoff below the
+// largest measure, or only_rotate_len_k.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::report_routing(const CircuitSpec& circuit) const {
+auto Propagator<A, W, I>::plan_circuit(const CircuitSpec& circuit, std::optional<int> k) const -> CircuitPlan {
+  CircuitPlan out;
+  out.after = frame_;
+  const Truncation& t = config_.truncation;
+  const int n = config_.num_modes;
+  const bool measured = k || t.cutoff < (t.type == CutoffType::Support ? n : 2 * n);
+  bool changed = true;  // since the last frame kept for truncation
+  for (const LayerSpec* spec : application_order(circuit)) {
+    const Key g = key_of(spec->slots);
+    if (spec->quarter_turns) {
+      // The Schrodinger picture turns the state the other way (frequency()).
+      out.after.apply(g, (schrodinger() ? -spec->quarter_turns : spec->quarter_turns) & 3);
+      changed = true;
+      continue;
+    }
+    const auto [held, sign] = out.after.backward(g);
+    Step step{held, sign * frequency(*spec), spec->parameter, spec->gate, 0};
+    if (measured && !out.after.identity()) {
+      if (changed) out.frames.push_back(out.after);
+      changed = false;
+      step.frame = out.frames.size();
+    }
+    out.steps.push_back(step);
+  }
+  return out;
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::report_routing(const CircuitPlan& circuit) const {
   if (routing_reported_ || routing_.bits() == 0) return;
   std::vector<std::uint64_t> shifts;
-  for (const LayerSpec& layer : circuit.layers) shifts.push_back(routing_.shift(key_of(layer.slots).words.data(), W));
+  for (const Step& step : circuit.steps) shifts.push_back(routing_.shift(step.generator.words.data(), W));
   const int spanned = Routing::span(shifts);
   if (spanned >= routing_.bits()) return;
   routing_reported_ = true;
@@ -104,7 +136,8 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
     throw UsageError("The length of parameters (" + std::to_string(parameters.size()) +
                      ") must be the same as max(parameter_mapping)+1 (" + std::to_string(circuit.n_parameters) + ").");
   guarded("propagate", [&] {
-    report_routing(circuit);
+    const CircuitPlan plan = plan_circuit(circuit, k);
+    report_routing(plan);
     std::vector<std::size_t> before;
     std::vector<Column<double>> saved;
     std::vector<Column<double>*> values;
@@ -116,12 +149,13 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
     budget_.refresh();
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
-        apply_circuit(t, team, circuit, &parameters, 0, values.data(), nullptr, nullptr, k);
+        apply_circuit(t, team, plan, &parameters, 0, values.data(), nullptr, nullptr, k);
       });
     } catch (const Refusal&) {
       rollback(before, std::move(saved));
       throw;
     }
+    frame_ = start_frame_ = plan.after;  // the graph is empty: it starts here
     for (Shard& shard : shards_) {
       shard.n_base = shard.keys.size();
       shard.weights_stale = true;
@@ -164,7 +198,8 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
     }
     std::vector<Graph> added(shards_.size());
     std::vector<RemoteLayer> added_remote;
-    report_routing(circuit);
+    CircuitPlan plan = plan_circuit(circuit, k);
+    report_routing(plan);
     budget_.refresh();
     std::vector<double*> c(shards_.size());
     try {
@@ -179,14 +214,14 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
           team.sync(t);
           replay(t, team, c.data(), old_theta.data(), 0.0, nullptr);
         }
-        apply_circuit(t, team, circuit, seed ? &*seed : nullptr, new_shift, seed ? values.data() : nullptr, &added,
+        apply_circuit(t, team, plan, seed ? &*seed : nullptr, new_shift, seed ? values.data() : nullptr, &added,
                       &added_remote, k);
       });
     } catch (const Refusal&) {
       rollback(before, {});
       throw;
     }
-    adopt_graph(circuit, added, added_remote);
+    adopt_graph(circuit, plan, added, added_remote);
   });
 }
 
@@ -194,7 +229,7 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
 // on the state, so its parameters and gates come first on the axes;
 // Schrodinger: they come last.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::adopt_graph(const CircuitSpec& circuit, std::vector<Graph>& added,
+void Propagator<A, W, I>::adopt_graph(const CircuitSpec& circuit, CircuitPlan& plan, std::vector<Graph>& added,
                                       std::vector<RemoteLayer>& added_remote) {
   const std::int32_t old_shift = schrodinger() ? 0 : circuit.n_parameters;
   const std::int32_t new_shift = schrodinger() ? n_parameters_ : 0;
@@ -204,8 +239,9 @@ void Propagator<A, W, I>::adopt_graph(const CircuitSpec& circuit, std::vector<Gr
     layer.parameter += old_shift;
     layer.gate += old_gate_shift;
   }
-  for (const LayerSpec* spec : application_order(circuit))
-    layers_.push_back({spec->parameter + new_shift, spec->gate + new_gate_shift, frequency(*spec)});
+  for (const Step& step : plan.steps)
+    layers_.push_back({step.parameter + new_shift, step.gate + new_gate_shift, step.frequency});
+  frame_ = std::move(plan.after);
   release_scratch();  // first: the build's working coefficients go before the operand grows
   for (std::size_t s = 0; s < shards_.size(); ++s) {
     Shard& shard = shards_[s];

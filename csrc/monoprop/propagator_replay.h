@@ -89,19 +89,21 @@ void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters) cons
 }
 
 // The nonzero weights of the value f = sum_i w_i c_i, ascending: the
-// reference overlaps (Heisenberg) or the observable's coefficients (Schrodinger).
+// reference overlaps (Heisenberg) or the observable's coefficients
+// (Schrodinger) of the terms the held keys stand for (clifford_frame.h).
 template <typename A, int W, typename I>
 const std::vector<std::pair<std::uint32_t, double>>& Propagator<A, W, I>::weights(int s) const {
   const Shard& me = shards_[static_cast<std::size_t>(s)];
   if (!me.weights_stale) return me.weights;
   me.weights.clear();
   for (std::size_t i = 0; i < me.keys.size(); ++i) {
+    const auto [key, sign] = frame_.forward(me.keys.key(i));
     double w;
     if (schrodinger()) {
-      const auto slot = observable_keys_.find(me.keys.key(i));
-      w = slot == Keys::kEmpty ? 0.0 : observable_coefficients_[slot];
+      const auto slot = observable_keys_.find(key);
+      w = slot == Keys::kEmpty ? 0.0 : sign * observable_coefficients_[slot];
     } else {
-      w = A::reference_overlap(me.keys.key(i), occupied_);
+      w = sign * A::reference_overlap(key, occupied_);
     }
     if (w != 0.0) me.weights.emplace_back(static_cast<std::uint32_t>(i), w);
   }
@@ -312,9 +314,11 @@ std::vector<double> Propagator<A, W, I>::contract(const std::vector<double>& par
   check_parameters(parameters, n_parameters_);
   return guarded("contract_partially", [&] {
     replay_all(parameters);
-    // The shards' blocks in ascending shard order.
+    // The shards' blocks in ascending shard order, each the coefficient of
+    // the term its held key stands for.
     std::vector<double> out;
-    for (const Shard& shard : shards_) out.insert(out.end(), shard.c.begin(), shard.c.end());
+    for (const Shard& shard : shards_)
+      for (std::size_t i = 0; i < shard.c.size(); ++i) out.push_back(frame_.forward(shard.keys.key(i)).sign * shard.c[i]);
     if (!inplace) return out;
     maybe_fault("contract");
     for (Shard& shard : shards_) {
@@ -322,6 +326,7 @@ std::vector<double> Propagator<A, W, I>::contract(const std::vector<double>& par
       shard.graph.clear();
       shard.n_base = shard.keys.size();
     }
+    start_frame_ = frame_;
     layers_.clear();
     remote_.clear();
     remote_entries_ = entries_ = 0;
@@ -348,7 +353,10 @@ TermList Propagator<A, W, I>::evolved_terms(const std::vector<double>& parameter
   if (!schrodinger() && rank_ == 0 && (atol == 0.0 || std::abs(core_) >= atol)) emit(Key{}, core_);
   for (const Shard& shard : shards_)  // each shard decoded with its own index
     for (std::size_t i = 0; i < shard.c.size(); ++i)
-      if (atol == 0.0 || std::abs(shard.c[i]) >= atol) emit(shard.keys.key(i), shard.c[i]);
+      if (atol == 0.0 || std::abs(shard.c[i]) >= atol) {
+        const auto [key, sign] = frame_.forward(shard.keys.key(i));
+        emit(key, sign * shard.c[i]);
+      }
   return out;
 }
 
@@ -362,18 +370,19 @@ std::vector<double> Propagator<A, W, I>::coefficients_of(const std::vector<Term>
   guarded("evaluate", [&] { replay_all(parameters); });
   // Each term from the rank that holds it; the sum over ranks adds zeros only.
   std::vector<double> out;
-  for (const Key& key : keys) {
-    if (!schrodinger() && key.is_identity()) {
+  for (const Key& term : keys) {
+    if (!schrodinger() && term.is_identity()) {
       out.push_back(rank_ == 0 ? core_ : 0.0);
       continue;
     }
+    const auto [key, sign] = frame_.backward(term);  // the key that stands for the term
     if (!held_here(key)) {
       out.push_back(0.0);
       continue;
     }
     const Shard& shard = shards_[static_cast<std::size_t>(owner(key.hash()))];
     const auto slot = shard.keys.find(key);
-    out.push_back(slot == Keys::kEmpty ? 0.0 : shard.c[slot]);
+    out.push_back(slot == Keys::kEmpty ? 0.0 : sign * shard.c[slot]);
   }
   config_.comm.sum(out.data(), out.size());
   return out;

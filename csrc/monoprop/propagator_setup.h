@@ -19,7 +19,9 @@ Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int log
     : MonomialPropagator(std::move(config), std::move(basis_change), logical_num_modes, basis),
       routing_((config_.comm.check_thread("construction"), config_.comm), num_threads_, 2 * config_.num_modes),
       rank_(config_.comm.rank()),
-      observable_keys_(2 * config_.num_modes, false) {
+      observable_keys_(2 * config_.num_modes, false),
+      frame_(2 * config_.num_modes),
+      start_frame_(2 * config_.num_modes) {
   const int n = config_.num_modes;
   shards_.reserve(static_cast<std::size_t>(num_threads_));
   for (int t = 0; t < num_threads_; ++t) shards_.emplace_back(2 * n);
@@ -150,6 +152,9 @@ void Propagator<A, W, I>::check_circuit(const CircuitSpec& circuit, std::optiona
     throw ArgumentError("only_rotate_len_k=" + std::to_string(*k) + " is out of range; must be 0 < k <= 2*num_qubits");
   for (const LayerSpec& layer : circuit.layers) {
     key_of(layer.slots);
+    if (layer.quarter_turns < 0 || layer.quarter_turns > 3)
+      throw ArgumentError("layer quarter_turns " + std::to_string(layer.quarter_turns) + " is outside 0..3.");
+    if (layer.quarter_turns) continue;  // a Clifford layer takes no parameter
     if (layer.parameter < 0 || layer.parameter >= circuit.n_parameters)
       throw ArgumentError("layer parameter index " + std::to_string(layer.parameter) + " is outside 0.." +
                           std::to_string(circuit.n_parameters - 1) + ".");

@@ -28,11 +28,13 @@ std::size_t Propagator<A, W, I>::apply_initial_operator_(const std::vector<Term>
   // The first term no rank holds, agreed on by all ranks before any changes.
   std::uint64_t missing = ~std::uint64_t{0};
   for (std::size_t i = 0; i < keyed.size() && missing == ~std::uint64_t{0}; ++i) {
-    const auto& [key, h] = keyed[i];
-    if (key.is_identity()) {
-      core = h;
+    if (keyed[i].first.is_identity()) {
+      core = keyed[i].second;
       continue;
     }
+    // The key that stands for the term where the graph starts (clifford_frame.h).
+    const auto [key, sign] = start_frame_.backward(keyed[i].first);
+    const double h = sign * keyed[i].second;
     if (!held_here(key)) continue;
     const int s = owner(key.hash());
     const auto slot = shards_[static_cast<std::size_t>(s)].keys.find(key);
@@ -129,11 +131,16 @@ MemoryUsage Propagator<A, W, I>::memory() const {
   for (const RemoteLayer& layer : remote_) m.graph += layer.bytes();
   m.buffers += (ours_.capacity() + theirs_.capacity() + swap_.capacity()) * sizeof(double);
   m.buffers += observable_keys_.key_bytes() + observable_keys_.index_bytes();
+  m.buffers += frame_.bytes() + start_frame_.bytes();
   return m;
 }
 
 template <typename A, int W, typename I>
 OperatorView Propagator<A, W, I>::mp_op_() const {
+  if (!frame_.identity())
+    throw UsageError(
+        "mp_op() is not available after a Clifford gate: the store then holds the operator in the gates' frame, "
+        "not as its terms. Use evolved_operator() for the terms.");
   const Shard& shard = shards_[0];
   shard.lengths.resize(shard.keys.size());
   for (std::size_t i = 0; i < shard.keys.size(); ++i)
