@@ -8,7 +8,8 @@ It reads a job (JSON) from its first argument, runs it, and prints one line
 A job names a neutral workload: ``n`` qubits, ``front`` ("pauli" or "majorana"),
 ``layers`` (lists of rotations ``[letters, qubits, t]``, each the Qiskit gate
 ``R_P(t) = exp(-i t P / 2)``, i.e. ``ExpGate({P: -0.5})`` at angle ``t``), repeated
-``steps`` times, an ``observable`` (``[letters, qubits, coefficient]`` terms), the
+``steps`` times (with ``clifford_quarter_turns``, rotations at ``t = -pi/2`` become exact
+``CliffordGate`` quarter turns; only engines that have them can run such a job), an ``observable`` (``[letters, qubits, coefficient]`` terms), the
 occupied qubits and the truncation settings. ``mode`` is one of:
 
 * ``propagate``: one ``propagate()`` of the whole circuit at its angles;
@@ -45,7 +46,20 @@ def build(job: dict):
         return op.get_majorana_operator() if majorana else op
 
     rotations = [g for _ in range(job["steps"]) for layer in job["layers"] for g in layer]
-    gates = [mp.ExpGate(operator([(letters, q, -0.5)])) for letters, q, _ in rotations]
+    if job.get("clifford_quarter_turns"):
+        # R_P(-pi/2) = exp(+i pi/4 P), one quarter turn: as an exact Clifford gate.
+        def clifford(g):
+            return abs(g[2] + 1.5707963267948966) < 1e-12
+
+        gates = [
+            mp.CliffordGate(operator([(letters, q, 1.0)]))
+            if clifford((letters, q, t))
+            else mp.ExpGate(operator([(letters, q, -0.5)]))
+            for letters, q, t in rotations
+        ]
+        rotations = [g for g in rotations if not clifford(g)]
+    else:
+        gates = [mp.ExpGate(operator([(letters, q, -0.5)])) for letters, q, _ in rotations]
     bound = job["mode"] != "vqe"
     circuit = mp.Circuit(gates, n, parameters=[t for *_, t in rotations] if bound else ())
     config = {"cutoff": job["cutoff"]}

@@ -97,14 +97,17 @@ const std::vector<std::pair<std::uint32_t, double>>& Propagator<A, W, I>::weight
   if (!me.weights_stale) return me.weights;
   me.weights.clear();
   for (std::size_t i = 0; i < me.keys.size(); ++i) {
-    const auto [key, sign] = frame_.forward(me.keys.key(i));
+    // Most terms weigh nothing: the key alone tells, and only those that
+    // weigh something pay for the sign.
+    const Key held = me.keys.key(i), key = frame_.image(held);
     double w;
     if (schrodinger()) {
       const auto slot = observable_keys_.find(key);
-      w = slot == Keys::kEmpty ? 0.0 : sign * observable_coefficients_[slot];
+      w = slot == Keys::kEmpty ? 0.0 : observable_coefficients_[slot];
     } else {
-      w = sign * A::reference_overlap(key, occupied_);
+      w = A::reference_overlap(key, occupied_);
     }
+    if (w != 0.0) w *= frame_.forward(held).sign;
     if (w != 0.0) me.weights.emplace_back(static_cast<std::uint32_t>(i), w);
   }
   me.weights_stale = false;
