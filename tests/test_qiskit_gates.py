@@ -286,6 +286,10 @@ def test_bound_circuit_matches_statevector(kind, form):
     assert converted.n_parameters == len(converted.parameters) == len(converted.rotations)
     expected = statevector_expectation(bound, observable)
     assert dc.circuit_expectation(converted, observable) == pytest.approx(expected, abs=1e-10)
+    n = qc.num_qubits
+    propagator = PauliPropagator(from_qiskit_operator(observable), [], cutoff=2 * n)
+    propagator.propagate(converted)
+    assert propagator.expectation_value() == pytest.approx(expected, abs=1e-10)
 
 
 UNBOUND_KINDS = sorted(set(LIBRARY) - {"standard_gates"})
@@ -306,6 +310,14 @@ def test_unbound_circuit_matches_statevector(kind, form):
     expected = statevector_expectation(qc.assign_parameters(values), observable)
     value = dc.circuit_expectation(converted, observable, values)
     assert value == pytest.approx(expected, abs=1e-10)
+    # The propagator's graph: the value, and the gradient the dense reference gives.
+    n = qc.num_qubits
+    propagator = PauliPropagator(from_qiskit_operator(observable), [], cutoff=2 * n)
+    propagator.build_graph(converted)
+    value, gradient = propagator.expectation_value_and_gradient(values)
+    assert value == pytest.approx(expected, abs=1e-10)
+    expected_gradient = dc.circuit_gradient(converted, observable, values)
+    np.testing.assert_allclose(gradient, expected_gradient, atol=1e-9)
 
 
 def test_unbound_fixed_rotation_is_refused():
@@ -630,21 +642,7 @@ def test_pauli_propagator_on_converted_rotations():
     np.testing.assert_allclose(grad, expected_grad, atol=1e-10)
 
 
-# To run once the core lands: the guard below skips while the core refuses CliffordGates.
-# Remove _skip_unless_core_applies_clifford_gates (and its call) when it does.
-
-
-def _skip_unless_core_applies_clifford_gates() -> None:
-    probe = Circuit([CliffordGate.h(0, 1)], 1)
-    propagator = PauliPropagator(PauliOperator({"X": 1.0}, 1), initial_state=[], cutoff=2)
-    try:
-        propagator.propagate(probe)
-    except Exception as exc:  # the core's refusal, whatever its type
-        pytest.skip(f"the core does not apply CliffordGates yet: {exc}")
-
-
 def test_pauli_propagator_on_converted_efficient_su2():
-    _skip_unless_core_applies_clifford_gates()
     n = 3
     qc = efficient_su2(n, reps=2)
     rng = seeded("propagator")
