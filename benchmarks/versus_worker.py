@@ -8,9 +8,10 @@ It reads a job (JSON) from its first argument, runs it, and prints one line
 A job names a neutral workload: ``n`` qubits, ``front`` ("pauli" or "majorana"),
 ``layers`` (lists of rotations ``[letters, qubits, t]``, each the Qiskit gate
 ``R_P(t) = exp(-i t P / 2)``, i.e. ``ExpGate({P: -0.5})`` at angle ``t``), repeated
-``steps`` times (with ``clifford_quarter_turns``, rotations at ``t = -pi/2`` become exact
-``CliffordGate`` quarter turns; only engines that have them can run such a job), an ``observable`` (``[letters, qubits, coefficient]`` terms), the
-occupied qubits and the truncation settings. ``mode`` is one of:
+``steps`` times, an ``observable`` (``[letters, qubits, coefficient]`` terms), the
+occupied qubits and the truncation settings. With ``clifford_quarter_turns``, the rotations at
+``t = -pi/2`` become exact ``CliffordGate`` quarter turns (only engines that have them can run
+such a job). ``mode`` is one of:
 
 * ``propagate``: one ``propagate()`` of the whole circuit at its angles;
 * ``graph``: ``build_graph()`` seeded with the angles, then ``repeat`` timed

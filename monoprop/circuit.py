@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from .arguments import PARAMETER_FIX
-from .clifford import CliffordGate
+from .clifford import CliffordGate, GateFamily
 from .encoding import HERMITIAN_ATOL, hermitian_phase, pauli_slots
 from .majorana import Majorana, MajoranaOperator
 from .pauli import PauliOperator
@@ -48,7 +48,6 @@ __all__ = [
     "validate_parameter_mapping",
 ]
 
-GateFamily = Literal["pauli", "majorana"]
 CircuitFamily = Literal["pauli", "majorana", "empty"]
 
 

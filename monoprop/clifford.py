@@ -26,7 +26,7 @@ rotations take slots in the parameter vector.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from .encoding import HERMITIAN_ATOL, hermitian_phase, pauli_slots
 from .majorana import Majorana, MajoranaOperator
@@ -34,6 +34,11 @@ from .pauli import Pauli, PauliOperator
 from .validation import check_finite, check_int, check_system_size
 
 __all__ = ["CliffordGate"]
+
+GateFamily = Literal["pauli", "majorana"]
+
+# Pauli terms of a named gate: (letters, qubits) -> coefficient.
+_Terms = dict[tuple[str, tuple[int, ...]], float]
 
 # How far k * c may sit from an integer and still count as a whole number of quarter turns.
 QUARTER_TURN_ATOL = 1e-9
@@ -58,7 +63,7 @@ class CliffordGate:
     >>> CliffordGate(PauliOperator({"Z": 0.3}, 1))
     Traceback (most recent call last):
     ...
-    ValueError: CliffordGate term Pauli('Z', (0,)) turns by 0.3 quarter turns (coefficient 0.3 times quarter_turns=1); a Clifford gate needs a whole number. Write a rotation as ExpGate at a bound angle instead.
+    ValueError: CliffordGate term Pauli('Z', (0,)) turns by 0.3 quarter turns ...
     """
 
     __slots__ = ("_turns", "factors", "family", "system_size")
@@ -73,10 +78,10 @@ class CliffordGate:
                 f"{operator!r}; write one CliffordGate per commuting group and join them with "
                 "CliffordGate.sequence."
             )
-        self.family = family
+        self.family: GateFamily = family
         self.system_size = _width(operator)
         self.factors: tuple[tuple[PauliOperator | MajoranaOperator, int], ...] = ((operator, k),)
-        self._turns = _engine_turns(family, operator, k)
+        self._turns = _engine_turns(operator, k)
 
     @classmethod
     def sequence(cls, gates: Iterable[CliffordGate]) -> CliffordGate:
@@ -136,7 +141,7 @@ class CliffordGate:
     # -- named qubit gates (Qiskit's conventions; qubit indices as monoprop counts them) ----
 
     @classmethod
-    def _pauli(cls, num_qubits: int, *factors: tuple[dict[tuple[str, tuple[int, ...]], float], int]):
+    def _pauli(cls, num_qubits: int, *factors: tuple[_Terms, int]) -> CliffordGate:
         n = check_system_size(num_qubits, argument_name="num_qubits")
         gates = []
         for terms, k in factors:
@@ -185,9 +190,7 @@ class CliffordGate:
     @classmethod
     def h(cls, qubit: int, num_qubits: int) -> CliffordGate:
         """Hadamard: ``H = Z exp(+i π/4 Y)``, the quarter turn of Y first."""
-        return cls._pauli(
-            num_qubits, ({("Y", (qubit,)): 1.0}, 1), ({("Z", (qubit,)): 1.0}, 2)
-        )
+        return cls._pauli(num_qubits, ({("Y", (qubit,)): 1.0}, 1), ({("Z", (qubit,)): 1.0}, 2))
 
     @classmethod
     def cx(cls, control: int, target: int, num_qubits: int) -> CliffordGate:
@@ -233,9 +236,7 @@ class CliffordGate:
     def ecr(cls, a: int, b: int, num_qubits: int) -> CliffordGate:
         """Echoed cross-resonance, Qiskit's ``ecr(a, b)`` = ``X_a exp(-i π/4 Z_a X_b)``."""
         _distinct(a, b)
-        return cls._pauli(
-            num_qubits, ({("ZX", (a, b)): -1.0}, 1), ({("X", (a,)): 1.0}, 2)
-        )
+        return cls._pauli(num_qubits, ({("ZX", (a, b)): -1.0}, 1), ({("X", (a,)): 1.0}, 2))
 
     # -- named Majorana gates ---------------------------------------------------------------
 
@@ -282,14 +283,14 @@ def _index(value: Any, name: str, maximum: int) -> int:
 
 def _distinct(a: int, b: int) -> None:
     if int(a) == int(b):
-        raise ValueError(f"a two-qubit (two-index) gate needs two different indices; got {a} twice.")
+        raise ValueError(f"a two-qubit (two-index) gate needs two different indices; got {a} twice")
 
 
 def _width(operator: PauliOperator | MajoranaOperator) -> int:
     return operator.num_qubits if isinstance(operator, PauliOperator) else operator.num_modes
 
 
-def _as_operator(generator: Any) -> tuple[str, PauliOperator | MajoranaOperator]:
+def _as_operator(generator: Any) -> tuple[GateFamily, PauliOperator | MajoranaOperator]:
     if isinstance(generator, PauliOperator):
         return "pauli", generator
     if isinstance(generator, MajoranaOperator):
@@ -306,12 +307,12 @@ def _as_operator(generator: Any) -> tuple[str, PauliOperator | MajoranaOperator]
 
 
 def _engine_turns(
-    family: str, operator: PauliOperator | MajoranaOperator, k: int
+    operator: PauliOperator | MajoranaOperator, k: int
 ) -> tuple[tuple[tuple[int, ...], int], ...]:
     """``(slots, q mod 4)`` per term with ``q`` its quarter turns on the Hermitian monomial."""
     out = []
     for key, c in operator.terms.items():
-        if family == "pauli":
+        if isinstance(key, Pauli):
             slots = pauli_slots(key.string, key.qubits)
             h = complex(c)
         else:

@@ -166,7 +166,8 @@ class LayerArrays:
             "quarter_turns",
             np.zeros(layers, dtype=np.int8) if self.quarter_turns is None else self.quarter_turns,
         )
-        for name, values in (("parameters", parameters), ("gates", gates), ("quarter_turns", turns)):
+        fields = (("parameters", parameters), ("gates", gates), ("quarter_turns", turns))
+        for name, values in fields:
             if len(values) != layers:
                 raise ValueError(
                     f"{name} has {len(values)} entries but terms has {layers}; give one per layer."

@@ -165,9 +165,9 @@ def test_majorana_clifford_on_every_monomial(gate):
         expected = np.vdot(u @ psi, observable @ u @ psi).real
         assert prop.expectation_value() == pytest.approx(expected, abs=VALUE_ATOL), key
         evolved = prop.evolved_operator()
-        assert np.allclose(
-            generator_matrix(evolved, n), u.conj().T @ observable @ u, atol=1e-12
-        ), key
+        assert np.allclose(generator_matrix(evolved, n), u.conj().T @ observable @ u, atol=1e-12), (
+            key
+        )
 
 
 def test_braid_and_fermionic_swap_act_as_named():
@@ -270,7 +270,7 @@ def test_mixed_circuit_graph_value_and_gradient(seed, family, picture, threads, 
     h = 1e-5
     for p in range(len(theta)):
         step = np.eye(len(theta))[p] * h
-        fd = (dense_value(case, circuit, theta + step) - dense_value(case, circuit, theta - step))
+        fd = dense_value(case, circuit, theta + step) - dense_value(case, circuit, theta - step)
         assert gradient[p] == pytest.approx(fd / (2 * h), abs=GRADIENT_ATOL), p
 
 
@@ -362,9 +362,9 @@ def test_clifford_gates_follow_the_truncation_rule(seed, route, threads, monkeyp
     prop = PauliPropagator(PauliOperator(observable, n), [], cutoff=cutoff, lower_atol=lower)
     circuit = Circuit(
         [
-            (CliffordGate if kind == "clifford" else ExpGate)(PauliOperator({g: 1.0}, n), *(
-                (value,) if kind == "clifford" else ()
-            ))
+            (CliffordGate if kind == "clifford" else ExpGate)(
+                PauliOperator({g: 1.0}, n), *((value,) if kind == "clifford" else ())
+            )
             for kind, g, value in gates
         ],
         n,

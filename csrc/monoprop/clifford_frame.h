@@ -54,8 +54,7 @@ class CliffordFrame {
     const Gen g(c);
     for (Signed& image : forward_) image = turn(image, g, k);
     std::vector<Signed> backward(backward_.size());
-    for (std::size_t s = 0; s < backward_.size(); ++s)
-      backward[s] = map(turn({unit(s), 1}, g, (4 - k) & 3), backward_);
+    for (std::size_t s = 0; s < backward_.size(); ++s) backward[s] = map(turn({unit(s), 1}, g, (4 - k) & 3), backward_);
     backward_ = std::move(backward);
   }
 

@@ -145,14 +145,14 @@ class Propagator final : public MonomialPropagator {
     std::vector<int> columns;  // bit columns whose xor marks the anticommuting terms
     std::uint32_t top = 0;     // the generator's highest slot
     double cs = 1.0, sn = 0.0;
-    double inverse_cs = 1.0;  // 1 / cs: never infinite, as cos of a double angle is never 0
-    bool informed = false;    // coefficients steer truncation
-    bool record = false;      // the layer goes into the graph
-    std::optional<int> k;     // only_rotate_len_k
+    double inverse_cs = 1.0;       // 1 / cs: never infinite, as cos of a double angle is never 0
+    bool informed = false;         // coefficients steer truncation
+    bool record = false;           // the layer goes into the graph
+    std::optional<int> k;          // only_rotate_len_k
     const Frame* frame = nullptr;  // when truncation measures keys in a Clifford frame
     // The term a held key stands for, up to sign: what truncation measures.
     Key truth(const Key& key) const { return frame ? frame->image(key) : key; }
-    std::vector<int> peers;   // ranks the layer's lookups go to (ascending)
+    std::vector<int> peers;  // ranks the layer's lookups go to (ascending)
     const char* operation = "";
     std::size_t layer = 0, layers = 0;  // position in the call, for messages
   };

@@ -321,7 +321,8 @@ std::vector<double> Propagator<A, W, I>::contract(const std::vector<double>& par
     // the term its held key stands for.
     std::vector<double> out;
     for (const Shard& shard : shards_)
-      for (std::size_t i = 0; i < shard.c.size(); ++i) out.push_back(frame_.forward(shard.keys.key(i)).sign * shard.c[i]);
+      for (std::size_t i = 0; i < shard.c.size(); ++i)
+        out.push_back(frame_.forward(shard.keys.key(i)).sign * shard.c[i]);
     if (!inplace) return out;
     maybe_fault("contract");
     for (Shard& shard : shards_) {
