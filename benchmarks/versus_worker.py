@@ -82,7 +82,9 @@ def run(job: dict) -> dict:
         start = time.perf_counter()
         prop.propagate(circuit)
         out["time"] = time.perf_counter() - start
+        start = time.perf_counter()
         out["value"] = float(prop.expectation_value())
+        out["value_time"] = time.perf_counter() - start
     else:
         start = time.perf_counter()
         prop.build_graph(circuit)

@@ -56,6 +56,22 @@ class CliffordFrame {
     std::vector<Signed> backward(backward_.size());
     for (std::size_t s = 0; s < backward_.size(); ++s) backward[s] = map(turn({unit(s), 1}, g, (4 - k) & 3), backward_);
     backward_ = std::move(backward);
+    shifted_ = Key{};
+    for (std::size_t s = 0; s < forward_.size(); ++s) {
+      shift_[s] = unpaired(forward_[s].key) ^ unpaired(unit(s));
+      if (!shift_[s].is_identity()) shifted_.set(static_cast<std::uint32_t>(s));
+    }
+  }
+
+  // Whether F(y) is fully paired (a product of Z's, or of complete Majorana
+  // pairs; only those weigh anything in a product state). Its unpaired slots
+  // are y's, xor the shifts of y's slots whose images are unpaired otherwise
+  // than the slot itself: none at all under turns of Z-type monomials.
+  bool paired(const Key& y) const {
+    Key odd = unpaired(y), moved;
+    for (int w = 0; w < W; ++w) moved.words[w] = y.words[w] & shifted_.words[w];
+    for_slots(moved, [&](std::size_t s) { odd = odd ^ shift_[s]; });
+    return odd.is_identity();
   }
 
   // F(y) up to its sign: the xor of the images of y's slots.
@@ -70,10 +86,22 @@ class CliffordFrame {
   // F^-1(x) with its sign.
   Signed backward(const Key& x) const { return identity() ? Signed{x, 1} : map({x, 1}, backward_); }
 
-  std::size_t bytes() const { return (forward_.capacity() + backward_.capacity()) * sizeof(Signed); }
+  std::size_t bytes() const {
+    return (forward_.capacity() + backward_.capacity()) * sizeof(Signed) + shift_.capacity() * sizeof(Key);
+  }
 
  private:
+  // The slots of x whose partner slot (2q, 2q + 1) is not set with it.
+  static Key unpaired(const Key& x) {
+    Key out;
+    for (int w = 0; w < W; ++w) {
+      const std::uint64_t odd = (x.words[w] ^ (x.words[w] >> 1)) & kEvenSlots;
+      out.words[w] = odd | (odd << 1);
+    }
+    return out;
+  }
   void start() {
+    shift_.assign(static_cast<std::size_t>(slots_), Key{});
     for (int s = 0; s < slots_; ++s) {
       forward_.push_back({unit(static_cast<std::size_t>(s)), 1});
       backward_.push_back({unit(static_cast<std::size_t>(s)), 1});
@@ -114,6 +142,8 @@ class CliffordFrame {
 
   int slots_ = 0;
   std::vector<Signed> forward_, backward_;  // empty: the identity
+  std::vector<Key> shift_;                  // per slot, for paired()
+  Key shifted_;                             // the slots whose shift is not 0
 };
 
 }  // namespace monoprop

@@ -97,15 +97,15 @@ const std::vector<std::pair<std::uint32_t, double>>& Propagator<A, W, I>::weight
   if (!me.weights_stale) return me.weights;
   me.weights.clear();
   for (std::size_t i = 0; i < me.keys.size(); ++i) {
-    // Most terms weigh nothing: the key alone tells, and only those that
-    // weigh something pay for the sign.
-    const Key held = me.keys.key(i), key = frame_.image(held);
-    double w;
+    // Most terms weigh nothing, and only those that weigh something pay for
+    // the sign of the term they stand for (clifford_frame.h).
+    const Key held = me.keys.key(i);
+    double w = 0.0;
     if (schrodinger()) {
-      const auto slot = observable_keys_.find(key);
-      w = slot == Keys::kEmpty ? 0.0 : observable_coefficients_[slot];
-    } else {
-      w = A::reference_overlap(key, occupied_);
+      const auto slot = observable_keys_.find(frame_.image(held));
+      if (slot != Keys::kEmpty) w = observable_coefficients_[slot];
+    } else if (frame_.paired(held)) {
+      w = A::reference_overlap(frame_.image(held), occupied_);
     }
     if (w != 0.0) w *= frame_.forward(held).sign;
     if (w != 0.0) me.weights.emplace_back(static_cast<std::uint32_t>(i), w);
