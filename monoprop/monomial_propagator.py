@@ -91,6 +91,15 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     For example, Pauli ``Z0 = 1e-5`` and ``Y0 = 2e-5`` under ``exp(+i pi/4 X0)`` with
     ``lower_atol=1e-4`` are both inactive: each is scaled by ``cos(pi/2)``, and they do not
     swap. No held term is ever dropped, however small it becomes.
+
+    Clifford gates (:class:`~monoprop.clifford.CliffordGate`) are applied exactly and are not
+    truncated: a term that anticommutes with a quarter turn becomes the one other term it maps
+    to. They cost no work on the terms and no graph entry: the propagator keeps the product of
+    the Clifford gates applied so far as a change of frame, holds its terms in that frame, and
+    turns each later rotation's generator into the frame instead. Truncation measures, and
+    every read-out reports, the terms as they are (``evolved_operator``, the coefficients
+    ``contract_partially`` returns, ``update_initial_operator``), so nothing of the frame shows,
+    except that ``mp_op()`` (the raw keys) refuses once a Clifford gate has been applied.
     """
 
     _family: str  # "majorana" or "pauli": the circuit family this front-end runs

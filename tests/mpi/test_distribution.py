@@ -28,6 +28,7 @@ from mpi4py import MPI  # noqa: E402
 import monoprop  # noqa: E402
 from monoprop import (  # noqa: E402
     Circuit,
+    CliffordGate,
     ExpGate,
     MajoranaOperator,
     MajoranaPropagator,
@@ -46,8 +47,9 @@ pytestmark = pytest.mark.skipif(not monoprop.has_mpi, reason="monoprop was built
 # ---------------------------------------------------------------------------------------
 
 
-def random_problem(family: str, n: int, gates: int, seed: int):
-    """(observable, circuit, parameters, occupied) for a random circuit of `gates` gates."""
+def random_problem(family: str, n: int, gates: int, seed: int, cliffords: int = 0):
+    """(observable, circuit, parameters, occupied) for a random circuit of `gates` gates,
+    with `cliffords` quarter turns of random monomials among them."""
     rng = np.random.default_rng(seed)
 
     def term(weight: int):
@@ -76,6 +78,9 @@ def random_problem(family: str, n: int, gates: int, seed: int):
     ansatz = [
         ExpGate(operator([term(int(rng.integers(1, 4)) * step)], [0.8])) for _ in range(gates)
     ]
+    for _ in range(cliffords):
+        turn = CliffordGate(operator([term(int(rng.integers(1, 4)) * step)], [1.0]), 1)
+        ansatz.insert(int(rng.integers(0, len(ansatz) + 1)), turn)
     parameters = rng.uniform(-1.0, 1.0, gates)
     occupied = sorted(int(q) for q in rng.choice(n, n // 2, replace=False))
     return observable, Circuit(ansatz, n), parameters, occupied
@@ -97,6 +102,9 @@ CASES = {
     "majorana-schrodinger": ("majorana", {"cutoff": 12, "schrodinger_cutoff": 6}, {}),
     "majorana-support": ("majorana", {"cutoff": 3, "cutoff_type": "support"}, {}),
     "majorana-len-k": ("majorana", {"cutoff": 12}, {"only_rotate_len_k": 4}),
+    # Clifford gates: a frame on every rank; truncation measures the terms in it.
+    "pauli-clifford": ("pauli", {"cutoff": 3, "lower_atol": 1e-3}, {"seed": 1, "cliffords": 12}),
+    "majorana-clifford": ("majorana", {"cutoff": 12, "schrodinger_cutoff": 6}, {"cliffords": 12}),
 }
 
 
@@ -144,8 +152,10 @@ def sub_world(size: int):
 def built_pair(comm, name: str, n: int = 6, gates: int = 30, seed: int = 11):
     """The same build, distributed over `comm` and alone; with the circuit's parameters."""
     family, config, options = CASES[name]
-    observable, circuit, theta, occupied = random_problem(family, n, gates, seed)
-    build = {k: v for k, v in options.items() if k != "seed"}
+    observable, circuit, theta, occupied = random_problem(
+        family, n, gates, seed, options.get("cliffords", 0)
+    )
+    build = {k: v for k, v in options.items() if k not in ("seed", "cliffords")}
     if options.get("seed"):
         build["seed_parameters"] = theta
     props = []
