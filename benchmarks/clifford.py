@@ -20,7 +20,7 @@ kept, and the value against a run of the Clifford form at a tighter ``lower_atol
 are the reference's (or our rotation form's) over the Clifford form's; the target is a time
 ratio of at least 10 against the reference.
 
-Usage:  python benchmarks/clifford.py [--steps 12] [--lower-atol 1e-4] [--threads 1,2]
+Usage:  python benchmarks/clifford.py [--steps 16] [--lower-atol 1e-4] [--threads 1,2]
 """
 
 from __future__ import annotations
@@ -54,15 +54,15 @@ def job(steps: int, lower_atol: float, clifford: bool) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--lower-atol", type=float, default=1e-4)
-    parser.add_argument("--tight-atol", type=float, default=None, help="default lower_atol / 10")
+    parser.add_argument("--tight-atol", type=float, default=None, help="default lower_atol / 3")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--reference-venv", type=Path, default=DEFAULT_VENV)
     args = parser.parse_args()
-    tight_atol = args.tight_atol or args.lower_atol / 10
+    tight_atol = args.tight_atol or args.lower_atol / 3
     ours = Path(sys.executable)
     reference = reference_python(args.reference_venv)
     runs = {
