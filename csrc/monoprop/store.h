@@ -153,7 +153,7 @@ class Store {
 // key's hash (computed once here).
 template <typename Keys, typename KeyAt, typename Found>
 void lookup_all(const Keys& keys, std::size_t n, KeyAt&& key, Found&& found) {
-  constexpr std::size_t ahead = 16, ring = 2 * ahead;
+  constexpr std::size_t ahead = 32, ring = 2 * ahead;
   using Index = decltype(keys.candidate(0));
   Index candidates[ring];
   std::uint64_t hashes[ring];
