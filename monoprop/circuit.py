@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from .arguments import PARAMETER_FIX
-from .clifford import CliffordGate, GateFamily
+from .clifford import CliffordGate, GateFamily, gate_operator
 from .encoding import HERMITIAN_ATOL, hermitian_phase, pauli_slots
 from .majorana import Majorana, MajoranaOperator
 from .pauli import PauliOperator
@@ -78,7 +78,7 @@ class ExpGate:
         atol: float = 1e-8,
         _structural: bool = False,
     ) -> None:
-        family, operator = _as_generator(generator)
+        family, operator = gate_operator(generator, "ExpGate")
         self._atol = check_finite(float(atol), "atol")
         # The operator's constructor refused non-finite coefficients, but its terms may have been
         # edited since.
@@ -128,26 +128,6 @@ class ExpGate:
 
     def __repr__(self) -> str:
         return f"ExpGate({self.generator!r}, index={self.index!r})"
-
-
-def _as_generator(generator: Any) -> tuple[GateFamily, PauliOperator | MajoranaOperator]:
-    """Classify a user generator; only whole operators are accepted, never bare terms."""
-    # PauliOperator also has get_majorana_operator(), so it must be recognised first.
-    if isinstance(generator, PauliOperator):
-        return "pauli", generator
-    if isinstance(generator, MajoranaOperator):
-        return "majorana", generator
-    convert = getattr(generator, "get_majorana_operator", None)
-    if callable(convert):
-        converted = convert()
-        if isinstance(converted, MajoranaOperator):
-            return "majorana", converted
-    raise TypeError(
-        "ExpGate generator must be an operator (PauliOperator, MajoranaOperator, or an object "
-        "with get_majorana_operator() such as FermiOperator), not a bare term or other object; "
-        f"got {type(generator).__name__}: {generator!r}. Wrap a single term in an operator, "
-        "e.g. PauliOperator({Pauli('X', 0): 1.0}, num_qubits)."
-    )
 
 
 def _drop_small_terms(operator: Any, atol: float) -> Any:

@@ -71,7 +71,7 @@ class CliffordGate:
 
     def __init__(self, generator: Any, quarter_turns: int = 1) -> None:
         k = check_int(quarter_turns, "quarter_turns")
-        family, operator = _as_operator(generator)
+        family, operator = gate_operator(generator, "CliffordGate")
         if not operator.all_pairwise_commute():
             raise ValueError(
                 "The provided generator must be composed of commuting terms. Got "
@@ -290,7 +290,10 @@ def _width(operator: PauliOperator | MajoranaOperator) -> int:
     return operator.num_qubits if isinstance(operator, PauliOperator) else operator.num_modes
 
 
-def _as_operator(generator: Any) -> tuple[GateFamily, PauliOperator | MajoranaOperator]:
+def gate_operator(generator: Any, gate: str) -> tuple[GateFamily, PauliOperator | MajoranaOperator]:
+    """The family and operator of a gate's generator: only whole operators are accepted, never
+    bare terms; anything with ``get_majorana_operator()`` (a ``FermiOperator``) is converted."""
+    # PauliOperator also has get_majorana_operator(), so it must be recognised first.
     if isinstance(generator, PauliOperator):
         return "pauli", generator
     if isinstance(generator, MajoranaOperator):
@@ -301,8 +304,10 @@ def _as_operator(generator: Any) -> tuple[GateFamily, PauliOperator | MajoranaOp
         if isinstance(converted, MajoranaOperator):
             return "majorana", converted
     raise TypeError(
-        "CliffordGate generator must be an operator (PauliOperator, MajoranaOperator, or an "
-        f"object with get_majorana_operator()); got {type(generator).__name__}: {generator!r}."
+        f"{gate} generator must be an operator (PauliOperator, MajoranaOperator, or an object "
+        "with get_majorana_operator() such as FermiOperator), not a bare term or other object; "
+        f"got {type(generator).__name__}: {generator!r}. Wrap a single term in an operator, "
+        "e.g. PauliOperator({Pauli('X', 0): 1.0}, num_qubits)."
     )
 
 
