@@ -246,6 +246,7 @@ def to_qiskit_circuit(circuit: Circuit, num_qubits: int) -> QuantumCircuit:
     longer ``P`` a basis change (``h``, ``sdg h``), a ``cx`` ladder, ``s``/``z``/``sdg`` on
     its last qubit, and the way back.
 
+    >>> from monoprop import ExpGate
     >>> gate = ExpGate(PauliOperator({Pauli("ZXY", (3, 1, 2)): 1.5}, 5))
     >>> qc = to_qiskit_circuit(Circuit([gate], 5, parameters=[0.7]), 5)
     >>> op = qc.data[0].operation
