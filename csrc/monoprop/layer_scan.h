@@ -46,15 +46,20 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   const Truncation& t = config_.truncation;
   const bool lower = c && t.lower_atol;
   const double lower_atol = lower ? *t.lower_atol : 0.0;
+  // Copies the hot loop keeps in registers: a store to c[i] could otherwise
+  // alias the plan's doubles and force a reload after every scaled term.
+  const double sn = plan.sn, cs = plan.cs;
+  const bool capped = plan.k.has_value(), record = plan.record;
   ActiveBatch batch;
   auto visit = [&](std::size_t w, std::uint64_t hits) {
     for (; hits; hits &= hits - 1) {
       const auto i = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(hits)));
-      if (plan.k && (plan.frame ? plan.truth(me.keys.key(i)).length() : me.keys.length(i)) > *plan.k)
+      if (capped && (plan.frame ? plan.truth(me.keys.key(i)).length() : me.keys.length(i)) > *plan.k)
         continue;  // untouched
-      const double moved = c ? std::abs(plan.sn * c[i]) : 0.0;
-      if (lower && !(moved > lower_atol)) {
-        quiet(me, plan, c, i);
+      const double moved = c ? std::abs(sn * c[i]) : 0.0;
+      if (lower && !(moved > lower_atol)) {  // quiet (see quiet())
+        c[i] *= cs;
+        if (record) me.quiet.push_back(i);
         continue;
       }
       me.keys.prefetch_row(static_cast<I>(i));
