@@ -382,3 +382,41 @@ def test_clifford_gates_follow_the_truncation_rule(seed, route, threads, monkeyp
     assert set(terms) == set(expected), f"seed {seed}"
     for label, c in expected.items():
         assert terms[label] == pytest.approx(c, abs=1e-12), (seed, label)
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make, error, match",
+    [
+        (lambda: CliffordGate(PauliOperator({"Z": 0.3}, 1)), ValueError, "whole number"),
+        (lambda: CliffordGate(PauliOperator({"X": 1.0, "Z": 1.0}, 1)), ValueError, "commuting"),
+        (lambda: CliffordGate(PauliOperator({"Z": 1.0}, 1), 1.5), TypeError, "quarter_turns"),
+        (lambda: CliffordGate("Z"), TypeError, "must be an operator"),
+        (lambda: CliffordGate(MajoranaOperator({(0, 1): 1.0}, 1)), ValueError, "not Hermitian"),
+        (lambda: CliffordGate.cx(1, 1, 2), ValueError, "two different"),
+        (lambda: CliffordGate.h(2, 2), ValueError, "qubit=2 is out of range 0..1"),
+        (lambda: CliffordGate.braid(0, 4, 2), ValueError, "j=4 is out of range 0..3"),
+        (
+            lambda: CliffordGate.sequence([CliffordGate.h(0, 1), CliffordGate.h(0, 2)]),
+            ValueError,
+            "one family and width",
+        ),
+        (lambda: Circuit([CliffordGate.h(0, 1)], 2), ValueError, "does not match"),
+    ],
+)
+def test_bad_clifford_gates_are_refused(make, error, match):
+    with pytest.raises(error, match=match):
+        make()
+
+
+def test_layer_arrays_check_quarter_turns():
+    from monoprop.core_arrays import LayerArrays, TermArrays
+
+    terms = TermArrays([0, 1], [0, 1, 2], [0.0, 0.5])
+    LayerArrays(terms, [-1, 0], [-1, 0], 1, 1, quarter_turns=[1, 0])  # well formed
+    with pytest.raises(ValueError, match=r"quarter_turns\[0\] = 4"):
+        LayerArrays(terms, [-1, 0], [-1, 0], 1, 1, quarter_turns=[4, 0])
+    with pytest.raises(ValueError, match=r"parameters\[0\] = 0.*Clifford"):
+        LayerArrays(terms, [0, 0], [-1, 0], 1, 1, quarter_turns=[1, 0])
