@@ -344,17 +344,15 @@ def test_clifford_gates_follow_the_truncation_rule(seed, route, threads, monkeyp
     rng = np.random.default_rng(seed)
     n = int(rng.integers(3, 6))
 
-    def string():
-        s = "".join("IXYZ"[i] for i in rng.integers(0, 4, size=n))
-        return s if s.strip("I") else "Z" + s[1:]
-
-    observable = {string(): float(c) for c in rng.normal(size=int(rng.integers(2, 6)))}
+    observable = {
+        tr.random_string(rng, n): float(c) for c in rng.normal(size=int(rng.integers(2, 6)))
+    }
     gates = []
     for _ in range(int(rng.integers(8, 16))):
         if rng.random() < 0.4:
-            gates.append(("clifford", string(), int(rng.integers(1, 4))))
+            gates.append(("clifford", tr.random_string(rng, n), int(rng.integers(1, 4))))
         else:
-            gates.append(("rotation", string(), float(rng.normal())))
+            gates.append(("rotation", tr.random_string(rng, n), float(rng.normal())))
     lower = float(10 ** rng.uniform(-3, -0.5))
     cutoff = int(rng.integers(1, n + 1))
     expected = tr.propagate_mixed(observable, gates, cutoff, lower)

@@ -621,31 +621,20 @@ def test_pauli_propagator_on_converted_rotations():
     qc.rxx(2 * t[4], 1, 2)
     qc.rx(t[4] - t[0], 2)
     qc.crz(-t[3], 2, 0)
-    rng = seeded("propagator, rotations")
-    values = rng.uniform(-np.pi, np.pi, qc.num_parameters)
-    observable = from_qiskit_operator(random_observable(rng, n))
-    qiskit_observable = to_qiskit_operator(observable)
-    expected = statevector_expectation(qc.assign_parameters(values), qiskit_observable)
-
-    bound = from_qiskit_circuit(qc.assign_parameters(values), [])
-    propagator = PauliPropagator(observable, initial_state=[], cutoff=2 * n)
-    propagator.propagate(bound)
-    assert propagator.expectation_value() == pytest.approx(expected, abs=1e-10)
-
     unbound = from_qiskit_circuit(qc, [])
     assert set(kinds(unbound)) == {"ExpGate"}
-    propagator = PauliPropagator(observable, initial_state=[], cutoff=2 * n)
-    propagator.build_graph(unbound)
-    value, grad = propagator.expectation_value_and_gradient_functional()(values)
-    assert value == pytest.approx(expected, abs=1e-10)
-    expected_grad = dc.circuit_gradient(unbound, qiskit_observable, values)
-    np.testing.assert_allclose(grad, expected_grad, atol=1e-10)
+    check_through_propagator(qc, "propagator, rotations")
 
 
 def test_pauli_propagator_on_converted_efficient_su2():
-    n = 3
-    qc = efficient_su2(n, reps=2)
-    rng = seeded("propagator")
+    check_through_propagator(efficient_su2(3, reps=2), "propagator")
+
+
+def check_through_propagator(qc: QuantumCircuit, seed: str) -> None:
+    """``qc`` bound through ``propagate``, and unbound through ``build_graph`` and a
+    functional, against the statevector value and the dense gradient."""
+    n = qc.num_qubits
+    rng = seeded(seed)
     values = rng.uniform(-np.pi, np.pi, qc.num_parameters)
     observable = from_qiskit_operator(random_observable(rng, n))
     qiskit_observable = to_qiskit_operator(observable)

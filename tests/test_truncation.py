@@ -479,13 +479,11 @@ def test_random_circuits_follow_the_truncation_rule(seed, route, threads, monkey
     rng = np.random.default_rng(seed)
     n = int(rng.integers(3, 6))
 
-    def string():
-        s = "".join("IXYZ"[i] for i in rng.integers(0, 4, size=n))
-        return s if s.strip("I") else "Z" + s[1:]
-
-    observable = {string(): float(c) for c in rng.normal(size=int(rng.integers(2, 6)))}
+    observable = {
+        tr.random_string(rng, n): float(c) for c in rng.normal(size=int(rng.integers(2, 6)))
+    }
     gates = [
-        (string(), float(rng.choice([QUARTER, -QUARTER, rng.normal()])))
+        (tr.random_string(rng, n), float(rng.choice([QUARTER, -QUARTER, rng.normal()])))
         for _ in range(int(rng.integers(6, 14)))
     ]
     lower = float(10 ** rng.uniform(-3, -0.5))

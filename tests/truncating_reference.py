@@ -33,6 +33,12 @@ _TABLE = (
 )
 
 
+def random_string(rng, n: int) -> str:
+    """A random non-identity Pauli string of n letters (``rng`` a numpy Generator)."""
+    s = "".join("IXYZ"[i] for i in rng.integers(0, 4, size=n))
+    return s if s.strip("I") else "Z" + s[1:]
+
+
 def product(p: str, g: str) -> tuple[complex, str]:
     phase, letters = 1, []
     for a, b in zip(p, g, strict=True):

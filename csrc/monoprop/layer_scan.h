@@ -57,9 +57,8 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
       if (capped && (plan.frame ? plan.truth(me.keys.key(i)).length() : me.keys.length(i)) > *plan.k)
         continue;  // untouched
       const double moved = c ? std::abs(sn * c[i]) : 0.0;
-      if (lower && !(moved > lower_atol)) {  // quiet (see quiet())
-        c[i] *= cs;
-        if (record) me.quiet.push_back(i);
+      if (lower && !(moved > lower_atol)) {
+        quiet(me, c, i, cs, record);
         continue;
       }
       me.keys.prefetch_row(static_cast<I>(i));
@@ -91,9 +90,9 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
 // A quiet term: scaled by cos right away where coefficients are evolved, and
 // listed when the layer is recorded (its cos entry, unless a lookup finds it).
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::quiet(Shard& me, const LayerPlan& plan, double* c, std::uint32_t i) {
-  if (c) c[i] *= plan.cs;
-  if (plan.record) me.quiet.push_back(i);
+void Propagator<A, W, I>::quiet(Shard& me, double* c, std::uint32_t i, double cs, bool record) {
+  if (c) c[i] *= cs;
+  if (record) me.quiet.push_back(i);
 }
 
 // The batch's active terms build their partners and test them against the
@@ -110,7 +109,7 @@ void Propagator<A, W, I>::test_partners(int s, const LayerPlan& plan, double* c,
     if (measure <= t.cutoff || seen.fully_paired() || (upper && batch.moved[e] > *t.upper_atol))
       ask(me, plan, i, key, partner);
     else
-      quiet(me, plan, c, i);
+      quiet(me, c, i, plan.cs, plan.record);
   }
   batch.size = 0;
 }

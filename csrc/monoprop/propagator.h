@@ -252,7 +252,8 @@ class Propagator final : public MonomialPropagator {
     std::size_t size = 0;
   };
   void scan(int s, const LayerPlan& plan, double* c);
-  void quiet(Shard& me, const LayerPlan& plan, double* c, std::uint32_t i);
+  // The layer's cs and record are passed as values: the scan keeps them in registers.
+  static void quiet(Shard& me, double* c, std::uint32_t i, double cs, bool record);
   void test_partners(int s, const LayerPlan& plan, double* c, ActiveBatch& batch);
   void ask(Shard& me, const LayerPlan& plan, std::uint32_t i, const Key& key, const Key& partner);
   void resolve(int s, const LayerPlan& plan, bool late);
