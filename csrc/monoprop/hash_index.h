@@ -71,6 +71,12 @@ class HashIndex {
   }
 
   bool home_full(std::uint64_t h) const { return groups_[home(h)].used == kGroup; }
+  // Asks for the group after h's home, where a probe that passes a full home
+  // goes on.
+  void prefetch_next(std::uint64_t h) const {
+    const std::size_t g = home(h) + 1;
+    __builtin_prefetch(&groups_[g == groups_.size() ? 0 : g]);
+  }
 
   // Bit e set for each used entry e of the group whose tag is `tag`: the
   // twelve tags compared at once, as the bytes of two words.
