@@ -58,17 +58,12 @@ class Store {
 
   // A lookup in stages, for pipelines that overlap their cache misses:
   // prefetch(h) asks for the home group; candidate(h) reads it and gives the
-  // first slot whose tag matches (kEmpty if none), and when there is none in a
-  // full home (up to a quarter of the groups are full) asks for the next
-  // group, where the probe goes on; prefetch_row asks for the candidate's key;
+  // first slot whose tag matches (kEmpty if none), asking for the next group
+  // when a full home has none; prefetch_row asks for the candidate's key;
   // confirm(k, h, candidate) finishes (a full probe when the home group
   // overflowed, or rarely when the candidate was another key).
   void prefetch(std::uint64_t h) const { index_.prefetch(h); }
-  Index candidate(std::uint64_t h) const {
-    const Index c = index_.first_candidate(h, kEmpty);
-    if (c == kEmpty && index_.home_full(h)) index_.prefetch_next(h);
-    return c;
-  }
+  Index candidate(std::uint64_t h) const { return index_.first_candidate(h, kEmpty); }
   void prefetch_row(Index slot) const {
     if (slot != kEmpty) __builtin_prefetch(row(slot));
   }
