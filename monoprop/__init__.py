@@ -10,6 +10,7 @@
 
 from importlib.util import find_spec
 
+from . import noise
 from ._core import (
     MAX_NUM_MODES,
     __build_type__,
@@ -64,6 +65,7 @@ __all__ = [
     "integrals_to_fermion",
     "is_antihermitian",
     "jordan_wigner_basis_change",
+    "noise",
     "validate_parameter_mapping",
 ]
 

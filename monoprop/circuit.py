@@ -21,8 +21,10 @@ e.g. ``c = 1j`` on ``(4, 5)`` is ``g = -1``; ``c = 0.7`` on ``(0, 1, 2, 3)`` is 
 coefficients unchanged.
 
 A circuit may also hold :class:`~monoprop.clifford.CliffordGate` objects: fixed gates applied
-exactly, which take no parameter. Parameter slots, ``resolved_mapping`` and ``index`` count
-the rotations (``ExpGate``) only.
+exactly, which take no parameter, and noise channels (:mod:`monoprop.noise`), whose rate is fixed
+or read from the parameter slot their ``index`` names. ``resolved_mapping`` and a gate's
+``index`` count the rotations (``ExpGate``) only; the parameter vector's slots are those of the
+rotations and of the channels together.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .arguments import PARAMETER_FIX
 from .clifford import CliffordGate, GateFamily, gate_operator
 from .encoding import HERMITIAN_ATOL, hermitian_phase, pauli_slots
 from .majorana import Majorana, MajoranaOperator
+from .noise import Channel, NoiseLayer
 from .pauli import PauliOperator
 from .validation import check_finite, check_finite_array, check_system_size
 
@@ -144,7 +147,7 @@ def _is_identity_gate(gate: ExpGate) -> bool:
     return all(c == 0 for c in gate.generator.terms.values())
 
 
-Gate = ExpGate | CliffordGate
+Gate = ExpGate | CliffordGate | Channel
 
 
 class Circuit:
@@ -183,7 +186,9 @@ class Circuit:
         self._state_given: bool = initial_state is not None
         self.initial_state: tuple[int, ...] = _check_initial_state(initial_state, self.system_size)
         self.gates: tuple[Gate, ...] = tuple(gates)
-        if all(g.index is None for g in self.rotations):
+        # Dropping an identity rotation renumbers the slots after it, which a channel's index
+        # would then miss: with channel slots every rotation stays.
+        if all(g.index is None for g in self.rotations) and not self.channel_slots:
             self._drop_identity_gates()
         self._check_parameter_count()
 
@@ -191,6 +196,22 @@ class Circuit:
     def rotations(self) -> tuple[ExpGate, ...]:
         """The ``ExpGate`` rotations, in order: the gates that take parameter slots."""
         return tuple(g for g in self.gates if isinstance(g, ExpGate))
+
+    @property
+    def channels(self) -> tuple[Channel, ...]:
+        """The noise channels, in order."""
+        return tuple(g for g in self.gates if isinstance(g, Channel))
+
+    @property
+    def channel_slots(self) -> tuple[int, ...]:
+        """The parameter slots the channels read their rates from, in order (one per rate)."""
+        return tuple(slot for c in self.channels for slot in c.slots)
+
+    @property
+    def n_gates(self) -> int:
+        """Gates that take parameter slots: the rotations, then one per channel rate read from
+        a slot. A per-gate ``parameter_mapping`` of a propagator has this many entries."""
+        return len(self.rotations) + len(self.channel_slots)
 
     def _drop_identity_gates(self) -> None:
         """Remove ``exp(0)`` rotations (default mapping only), with their entries in parameters."""
@@ -211,8 +232,7 @@ class Circuit:
         self.gates = tuple(g for g in self.gates if id(g) not in dropped)
 
     def _check_parameter_count(self) -> None:
-        mapping = self.resolved_mapping  # also validates the gates' indices
-        n = max(mapping) + 1 if mapping else 0
+        n = self.n_parameters  # also validates the gates' indices
         if self.parameters and len(self.parameters) != n:
             raise ValueError(
                 f"parameters has {len(self.parameters)} values but the circuit has {n} "
@@ -229,6 +249,7 @@ class Circuit:
         indices = [g.index for g in self.rotations]
         unset = [i for i, index in enumerate(indices) if index is None]
         if len(unset) == len(indices):
+            _check_contiguous(list(range(len(indices))), self.channel_slots)
             return tuple(range(len(indices)))
         if unset:
             raise ValueError(
@@ -236,18 +257,15 @@ class Circuit:
                 f"its own parameter); gates at positions {unset} have index=None."
             )
         given = [i for i in indices if i is not None]  # all of them, as none is unset
-        if set(given) != set(range(max(given) + 1)):
-            raise ValueError(
-                "Gate indices must be contiguous 0..n-1 with no gaps or negatives; got "
-                f"{indices}. Renumber the gates' `index` values."
-            )
+        _check_contiguous(given, self.channel_slots)
         return tuple(given)
 
     @property
     def n_parameters(self) -> int:
-        """Length of the parameter vector: ``max(resolved_mapping) + 1`` (0 without gates)."""
-        mapping = self.resolved_mapping
-        return max(mapping) + 1 if mapping else 0
+        """Length of the parameter vector: one more than the largest slot a rotation or a
+        channel reads (0 without any)."""
+        slots = self.resolved_mapping + self.channel_slots
+        return max(slots) + 1 if slots else 0
 
     @property
     def family(self) -> CircuitFamily:
@@ -366,10 +384,26 @@ class Circuit:
 def _indexed(circuit: Circuit, offset: int) -> list[Gate]:
     """The circuit's gates with every rotation's slot made explicit and shifted by ``offset``."""
     slots = iter(circuit.resolved_mapping)
-    return [
-        ExpGate._with_index(g, next(slots) + offset) if isinstance(g, ExpGate) else g
-        for g in circuit.gates
-    ]
+    out: list[Gate] = []
+    for g in circuit.gates:
+        if isinstance(g, ExpGate):
+            out.append(ExpGate._with_index(g, next(slots) + offset))
+        elif isinstance(g, Channel):
+            out.append(g._shifted(offset))
+        else:
+            out.append(g)
+    return out
+
+
+def _check_contiguous(rotation_slots: Sequence[int], channel_slots: Sequence[int]) -> None:
+    """The slots of rotations and channels together cover ``0..max`` without gaps."""
+    slots = list(rotation_slots) + list(channel_slots)
+    if slots and set(slots) != set(range(max(slots) + 1)):
+        raise ValueError(
+            f"Parameter slots must be contiguous 0..n-1 with no gaps or negatives; the rotations "
+            f"take {list(rotation_slots)} and the noise channels {list(channel_slots)}. Renumber "
+            "the gates' and channels' `index` values."
+        )
 
 
 def _is_unbound(circuit: Circuit) -> bool:
@@ -378,9 +412,9 @@ def _is_unbound(circuit: Circuit) -> bool:
 
 def _check_gates(gates: list[Any], system_size: int) -> None:
     for pos, gate in enumerate(gates):
-        if not isinstance(gate, (ExpGate, CliffordGate)):
+        if not isinstance(gate, (ExpGate, CliffordGate, Channel)):
             raise TypeError(
-                f"Circuit gates must be ExpGate or CliffordGate objects; got "
+                f"Circuit gates must be ExpGate, CliffordGate or monoprop.noise channels; got "
                 f"{type(gate).__name__} at position {pos}. Wrap the generator: ExpGate(operator)."
             )
     families = [g.family for g in gates]
@@ -391,6 +425,14 @@ def _check_gates(gates: list[Any], system_size: int) -> None:
             "'majorana'. Convert the Pauli generators with get_majorana_operator()."
         )
     for pos, gate in enumerate(gates):
+        if isinstance(gate, Channel):
+            if max(gate.sites) >= system_size:
+                unit = "qubit" if gate.family == "pauli" else "mode"
+                raise ValueError(
+                    f"Channel {pos} ({gate.name}) acts on {unit} {max(gate.sites)}, outside the "
+                    f"circuit's system_size={system_size}; raise system_size or fix the {unit}."
+                )
+            continue
         if gate.system_size != system_size:
             raise ValueError(
                 f"Gate {pos} has system_size={gate.system_size}, which does not match circuit "
@@ -535,18 +577,28 @@ def _majorana_layer(
 
 def circuit_layers(
     circuit: Circuit, num_modes: int
-) -> tuple[list[tuple[int, ...]], list[float], list[int], list[int], list[int]]:
+) -> tuple[
+    list[tuple[int, ...]],
+    list[float],
+    list[int],
+    list[int],
+    list[int],
+    list[tuple[NoiseLayer, float, float] | None],
+]:
     """All of a circuit's layers in order, as the core takes them: ``(slot_keys, coeffs,
-    parameter_mapping, gate_indices, quarter_turns)``.
+    parameter_mapping, gate_indices, quarter_turns, noise)``.
 
-    Rotations expand as in :func:`expand_monomials` (``gate_indices`` counts rotations only)
+    Rotations expand as in :func:`expand_monomials` (``gate_indices`` counts rotations 0..R-1)
     with ``quarter_turns`` 0; a ``CliffordGate`` gives one layer per quarter turn
     (:meth:`~monoprop.clifford.CliffordGate.engine_layers`) with coefficient 0, parameter and
-    gate ``-1``, and its quarter turns (1 to 3) on the Hermitian monomial.
+    gate ``-1``, and its quarter turns (1 to 3) on the Hermitian monomial. A noise channel gives
+    its engine layers, ``noise`` holding each with its rate's range (``None`` for the others):
+    parameter and gate ``-1`` for a fixed rate, else its slot and a gate numbered after the
+    rotations.
 
     >>> from monoprop.pauli import PauliOperator
     >>> c = Circuit([CliffordGate.s(0, 1), ExpGate(PauliOperator({"X": 0.5}, 1))], 1)
-    >>> circuit_layers(c, 1)
+    >>> circuit_layers(c, 1)[:5]
     ([(0, 1), (0,)], [0.0, 0.5], [-1, 0], [-1, 0], [3, 0])
     """
     keys: list[tuple[int, ...]] = []
@@ -554,9 +606,23 @@ def circuit_layers(
     params: list[int] = []
     gate_indices: list[int] = []
     turns: list[int] = []
+    noise: list[tuple[NoiseLayer, float, float] | None] = []
     slots = iter(circuit.resolved_mapping)
     rotation = 0
+    channel_gate = len(circuit.rotations)
     for gate in circuit.gates:
+        if isinstance(gate, Channel):
+            for part in gate._parts:
+                for layer in part.layers:
+                    keys.append(layer.slots)
+                    coeffs.append(0.0)
+                    params.append(-1 if part.index is None else part.index)
+                    gate_indices.append(-1 if part.index is None else channel_gate)
+                    turns.append(0)
+                    noise.append((layer, part.lowest, part.highest))
+                if part.index is not None:
+                    channel_gate += 1
+            continue
         if isinstance(gate, CliffordGate):
             for key, q in gate.engine_layers():
                 _check_slots(key, num_modes)
@@ -565,6 +631,7 @@ def circuit_layers(
                 params.append(-1)
                 gate_indices.append(-1)
                 turns.append(q)
+                noise.append(None)
             continue
         k, g, p, _ = expand_monomials([gate], [next(slots)], num_modes)
         keys += k
@@ -572,8 +639,9 @@ def circuit_layers(
         params += p
         gate_indices += [rotation] * len(k)
         turns += [0] * len(k)
+        noise += [None] * len(k)
         rotation += 1
-    return keys, coeffs, params, gate_indices, turns
+    return keys, coeffs, params, gate_indices, turns, noise
 
 
 def _check_slots(key: tuple[int, ...], num_modes: int) -> None:

@@ -29,6 +29,10 @@ term, ``theta = parameters_vector[parameters[l]]``, and records that it came fro
 instead applies the fixed gate ``exp(+i q pi/4 G)``; it has no parameter and no gate
 (both ``-1``) and its coefficient is not read.
 
+A *noise layer* (``noise`` given, ``noise.kinds[l]`` in 1..3) applies a channel's part to
+the terms its monomial or slots select (see :class:`NoiseArrays`); a fixed rate has parameter
+and gate ``-1``.
+
 Both check their invariants when constructed and raise :class:`ValueError` naming the
 field and the offending values, so that the core only ever sees well-formed arrays.
 Their array fields are read-only views in the dtype the core takes.
@@ -47,7 +51,7 @@ import numpy as np
 from . import _core
 from .validation import check_int
 
-__all__ = ["LayerArrays", "TermArrays"]
+__all__ = ["LayerArrays", "NoiseArrays", "TermArrays"]
 
 # Every slot index the core can hold: two slots per mode, for MAX_NUM_MODES modes.
 SLOT_LIMIT = 2 * _core.MAX_NUM_MODES
@@ -119,6 +123,47 @@ class TermArrays:
 
 
 @dataclass(frozen=True, eq=False)
+class NoiseArrays:
+    """Per layer, the noise layer it is (``kinds`` 0 for a rotation or Clifford layer).
+
+    ``kinds``: 1 scales the terms that anticommute with the layer's monomial; 2 scales the
+    terms whose bits at the layer's slots (1 to 4) form one of ``patterns`` (bit ``p`` for
+    pattern ``p``, the ``k``-th slot being bit ``k`` of ``p``); 3 moves ``v c`` of each term
+    holding the layer's monomial (Heisenberg), or none of its slots (Schrödinger), to the
+    term with the monomial taken out (or put in). The layer's number ``v`` is
+    ``f(alpha + beta * rate)`` with ``f`` per ``forms``: 0 identity, 1 square root, 2 exp. A
+    rate from the parameter vector must lie in ``[lowest, highest]``.
+
+    >>> NoiseArrays([0, 2], [0, 0], [0, 14], [0.0, 0.99], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]).kinds
+    array([0, 2], dtype=int8)
+    """
+
+    kinds: Any
+    forms: Any
+    patterns: Any
+    alpha: Any
+    beta: Any
+    lowest: Any
+    highest: Any
+
+    def __post_init__(self) -> None:
+        kinds = _integer_field("kinds", self.kinds)
+        forms = _integer_field("forms", self.forms)
+        patterns = _integer_field("patterns", self.patterns)
+        _check_range("kinds", kinds, 0, 4)
+        _check_range("forms", forms, 0, 3)
+        _check_range("patterns", patterns, 0, 1 << 16)
+        object.__setattr__(self, "kinds", _frozen(kinds, np.int8))
+        object.__setattr__(self, "forms", _frozen(forms, np.int8))
+        object.__setattr__(self, "patterns", _frozen(patterns, np.int32))
+        for name in ("alpha", "beta", "lowest", "highest"):
+            values = np.array(getattr(self, name), dtype=np.float64)
+            if values.ndim != 1 or len(values) != len(kinds):
+                raise ValueError(f"{name} needs one value per layer ({len(kinds)}).")
+            object.__setattr__(self, name, _frozen(values, np.float64))
+
+
+@dataclass(frozen=True, eq=False)
 class LayerArrays:
     """A circuit flattened to layers, first layer applied first (see the module docstring).
 
@@ -153,6 +198,7 @@ class LayerArrays:
     n_parameters: int
     n_gates: int
     quarter_turns: Any = None
+    noise: NoiseArrays | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.terms, TermArrays):
@@ -174,12 +220,21 @@ class LayerArrays:
                 )
         _check_range("quarter_turns", turns, 0, 4)
         rotation = turns == 0
+        if self.noise is not None:
+            if not isinstance(self.noise, NoiseArrays) or len(self.noise.kinds) != layers:
+                raise ValueError(
+                    f"noise must be a NoiseArrays with one entry per layer ({layers})."
+                )
+            # A noise layer of fixed rate has no parameter and no gate, as a Clifford layer.
+            rotation &= ~((self.noise.kinds != 0) & (parameters == -1))
         _check_range(
             "parameters", parameters, 0, n_parameters, f"n_parameters = {n_parameters}", rotation
         )
         _check_range("gates", gates, 0, n_gates, f"n_gates = {n_gates}", rotation)
         for name, values in (("parameters", parameters), ("gates", gates)):
-            _check_range(name, values, -1, 0, "a Clifford layer has none: -1", ~rotation)
+            _check_range(
+                name, values, -1, 0, "a Clifford or fixed noise layer has none: -1", ~rotation
+            )
         object.__setattr__(self, "quarter_turns", _frozen(turns, np.int8))
         object.__setattr__(self, "parameters", _frozen(parameters, np.int32))
         object.__setattr__(self, "gates", _frozen(gates, np.int32))

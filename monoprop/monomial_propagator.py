@@ -32,7 +32,7 @@ from .arguments import (
     parameter_list,
 )
 from .circuit import Circuit, circuit_layers, validate_parameter_mapping
-from .core_arrays import LayerArrays, TermArrays
+from .core_arrays import LayerArrays, NoiseArrays, TermArrays
 from .exceptions import NumberOfModesInvalidError, StaleFunctionalError
 from .validation import check_finite, check_finite_array, check_int
 
@@ -278,15 +278,16 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     def _layer_arrays(self, circuit: Circuit) -> LayerArrays:
         """The circuit as the core takes it: one layer per generator term (and per quarter turn
         of a Clifford gate), in order."""
-        keys, g, mapping, gate_indices, turns = circuit_layers(circuit, self.num_modes)
+        keys, g, mapping, gate_indices, turns, noise = circuit_layers(circuit, self.num_modes)
         h = self._layer_coefficients(np.asarray(g, dtype=np.float64))
         return LayerArrays(
             terms=TermArrays.from_keys(keys, h),
             parameters=np.asarray(mapping, dtype=np.int32),
             gates=np.asarray(gate_indices, dtype=np.int32),
             n_parameters=circuit.n_parameters,
-            n_gates=len(circuit.rotations),
+            n_gates=circuit.n_gates,
             quarter_turns=np.asarray(turns, dtype=np.int8),
+            noise=_noise_arrays(noise) if any(noise) else None,
         )
 
     def _layer_coefficients(self, g: np.ndarray) -> np.ndarray:
@@ -510,13 +511,16 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         if len(mapping) == layers:
             per_layer = mapping
         elif len(mapping) == gates:
-            per_layer = [mapping[g] for g in self._engine.layer_gates()]
+            # A noise layer of fixed rate belongs to no gate and keeps -1.
+            per_layer = [mapping[g] if g >= 0 else -1 for g in self._engine.layer_gates()]
         else:
             raise ValueError(
                 f"parameter_mapping has {len(mapping)} entries; expected {layers} (per graph "
                 f"layer) or {gates} (per gate)."
             )
-        validate_parameter_mapping(per_layer, layers, "graph layers")
+        # Noise layers of fixed rate take -1, which the core checks; the others cover 0..max.
+        taking = [p for p, g in zip(per_layer, self._engine.layer_gates(), strict=True) if g >= 0]
+        validate_parameter_mapping(taking, len(taking), "graph layers that take a parameter")
         self._engine.set_parameter_mapping(per_layer)
 
     @property
@@ -725,3 +729,22 @@ def _comm_handle(comm: Any) -> int | None:
             f"{theirs.splitlines()[0]!r}. Rebuild monoprop against the MPI mpi4py loads."
         )
     return MPI._addressof(comm)
+
+
+def _noise_arrays(noise: list[Any]) -> NoiseArrays:
+    """The core's per-layer noise fields; rotation and Clifford layers are kind 0."""
+    rows = [
+        (0, 0, 0, 0.0, 0.0, 0.0, 0.0)
+        if entry is None
+        else (
+            entry[0].kind,
+            entry[0].form,
+            entry[0].patterns,
+            entry[0].alpha,
+            entry[0].beta,
+            entry[1],
+            entry[2],
+        )
+        for entry in noise
+    ]
+    return NoiseArrays(*(list(column) for column in zip(*rows, strict=True)))

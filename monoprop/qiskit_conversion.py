@@ -41,6 +41,7 @@ from ._qiskit_gates import (
 )
 from .circuit import Circuit
 from .clifford import CliffordGate
+from .noise import Channel
 from .pauli import Pauli, PauliOperator
 from .validation import check_system_size
 
@@ -274,6 +275,13 @@ def to_qiskit_circuit(circuit: Circuit, num_qubits: int) -> QuantumCircuit:
     qc = QuantumCircuit(n)
     slots = iter(circuit.resolved_mapping)
     for pos, gate in enumerate(circuit.gates):
+        if isinstance(gate, Channel):
+            raise TypeError(
+                f"to_qiskit_circuit cannot convert the noise channel at position {pos} "
+                f"({gate.name}): a QuantumCircuit holds gates only. Convert the circuit without "
+                "its channels and give the noise to the simulator (for example a qiskit_aer "
+                "NoiseModel)."
+            )
         if gate.family != "pauli":
             raise TypeError(
                 f"to_qiskit_circuit cannot convert a majorana-family gate (gate {pos}); only "

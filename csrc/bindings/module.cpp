@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <complex>
+#include <optional>
 #include <utility>
 
 #include "monoprop/majorana_phase.h"
@@ -34,6 +35,13 @@ struct TermArrays {
 // term l of `terms` and theta = parameter vector[parameters[l]], or, where
 // quarter_turns[l] = q is not 0, the Clifford layer exp(+i q pi/4 G).
 using TurnArray = py::array_t<std::int8_t, py::array::c_style | py::array::forcecast>;
+// monoprop.core_arrays.NoiseArrays: per layer, the noise layer (noise.h) it
+// is, kind 0 for a rotation or Clifford layer.
+struct NoiseArrays {
+  TurnArray kinds, forms;
+  IndexArray patterns;
+  RealArray alpha, beta, lowest, highest;
+};
 struct LayerArrays {
   TermArrays terms;
   IndexArray parameters;
@@ -41,6 +49,7 @@ struct LayerArrays {
   std::int32_t n_parameters = 0;
   std::int32_t n_gates = 0;
   TurnArray quarter_turns;
+  std::optional<NoiseArrays> noise;
 };
 
 }  // namespace
@@ -70,6 +79,11 @@ struct type_caster<LayerArrays> {
     value.n_parameters = src.attr("n_parameters").cast<std::int32_t>();
     value.n_gates = src.attr("n_gates").cast<std::int32_t>();
     value.quarter_turns = src.attr("quarter_turns").cast<TurnArray>();
+    if (const py::object noise = src.attr("noise"); !noise.is_none())
+      value.noise = NoiseArrays{noise.attr("kinds").cast<TurnArray>(),     noise.attr("forms").cast<TurnArray>(),
+                                noise.attr("patterns").cast<IndexArray>(), noise.attr("alpha").cast<RealArray>(),
+                                noise.attr("beta").cast<RealArray>(),      noise.attr("lowest").cast<RealArray>(),
+                                noise.attr("highest").cast<RealArray>()};
     return true;
   }
 };
@@ -119,7 +133,33 @@ CircuitSpec to_circuit(const LayerArrays& arrays) {
                                 std::to_string(g.shape(0)) + " and quarter_turns " + std::to_string(q.shape(0)) +
                                 " but terms has " + std::to_string(n) + "; give one per layer.");
   for (std::size_t l = 0; l < terms.size(); ++l)
-    circuit.layers.push_back({terms[l].slots, terms[l].coefficient, p(l), g(l), q(l)});
+    circuit.layers.push_back({terms[l].slots, terms[l].coefficient, p(l), g(l), q(l), {}});
+  if (arrays.noise) {
+    const NoiseArrays& noise = *arrays.noise;
+    const auto kinds = noise.kinds.unchecked<1>(), forms = noise.forms.unchecked<1>();
+    const auto patterns = noise.patterns.unchecked<1>();
+    const auto alpha = noise.alpha.unchecked<1>(), beta = noise.beta.unchecked<1>();
+    const auto lowest = noise.lowest.unchecked<1>(), highest = noise.highest.unchecked<1>();
+    for (const auto size : {kinds.shape(0), forms.shape(0), patterns.shape(0), alpha.shape(0), beta.shape(0),
+                            lowest.shape(0), highest.shape(0)})
+      if (size != n)
+        throw std::invalid_argument("noise has a field of " + std::to_string(size) + " entries but terms has " +
+                                    std::to_string(n) + "; give one per layer.");
+    for (py::ssize_t l = 0; l < n; ++l) {
+      if (kinds(l) < 0 || kinds(l) > 3 || forms(l) < 0 || forms(l) > 2 || patterns(l) < 0 || patterns(l) > 0xffff)
+        throw std::invalid_argument("noise layer " + std::to_string(l) + " has kind " + std::to_string(kinds(l)) +
+                                    ", form " + std::to_string(forms(l)) + " and patterns " +
+                                    std::to_string(patterns(l)) + "; kinds are 0..3, forms 0..2, patterns 16 bits.");
+      Noise& out = circuit.layers[static_cast<std::size_t>(l)].noise;
+      out.kind = static_cast<LayerKind>(kinds(l));
+      out.form = static_cast<RateForm>(forms(l));
+      out.patterns = static_cast<std::uint16_t>(patterns(l));
+      out.alpha = alpha(l);
+      out.beta = beta(l);
+      out.lowest = lowest(l);
+      out.highest = highest(l);
+    }
+  }
   circuit.n_parameters = arrays.n_parameters;
   circuit.n_gates = arrays.n_gates;
   return circuit;

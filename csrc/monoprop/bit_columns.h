@@ -71,6 +71,74 @@ class BitColumns {
     }
   }
 
+  // Calls visit(w, x) in ascending w, x marking the terms of word w whose
+  // bits at columns cols[0 .. m-1] (m <= 4) form one of `patterns` (bit p set
+  // for pattern p; column k is bit k of p). Every word is visited when
+  // pattern 0 is among them, else only the words a column stores.
+  template <typename Visit>
+  void pattern_words(const int* cols, std::size_t m, std::uint32_t patterns, Visit&& visit) const {
+    constexpr std::size_t kMax = 4;
+    const Sparse* column[kMax];
+    std::size_t at[kMax] = {};
+    for (std::size_t k = 0; k < m; ++k) column[k] = &columns_[static_cast<std::size_t>(cols[k])];
+    const std::size_t n = words();
+    for (std::size_t b = 0; b < blocks_; ++b) {
+      std::uint64_t present[kMax], any = 0;
+      for (std::size_t k = 0; k < m; ++k) any |= present[k] = column[k]->present[b];
+      if (patterns & 1) {  // every word of the block below the end
+        const std::size_t end = std::min<std::size_t>(64, n - 64 * b);
+        any = end == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << end) - 1;
+      }
+      for (; any; any &= any - 1) {
+        const int j = std::countr_zero(any);
+        std::uint64_t v[kMax];
+        for (std::size_t k = 0; k < m; ++k) v[k] = (present[k] >> j) & 1 ? column[k]->words[at[k]++] : 0;
+        std::uint64_t x = 0;
+        for (std::uint32_t p = patterns; p; p &= p - 1) {
+          const int pattern = std::countr_zero(p);
+          std::uint64_t match = ~std::uint64_t{0};
+          for (std::size_t k = 0; k < m; ++k) match &= (pattern >> k) & 1 ? v[k] : ~v[k];
+          x |= match;
+        }
+        const std::size_t w = 64 * b + static_cast<std::size_t>(j);
+        if (w + 1 == n && size_ % 64) x &= (std::uint64_t{1} << (size_ % 64)) - 1;  // no terms past the end
+        visit(w, x);
+      }
+    }
+  }
+
+  // pattern_words for bits that are each the xor of several columns: bit k of
+  // a term is the xor of its columns probes[k] (a Clifford frame spreads one
+  // slot of the term a key stands for over many slots of the key). Gathers
+  // each probe's words in a dense array first.
+  template <typename Visit>
+  void probe_words(const std::vector<std::vector<int>>& probes, std::uint32_t patterns, Visit&& visit) const {
+    const std::size_t n = words(), m = probes.size();
+    std::vector<std::uint64_t> bits(m * n, 0), touched((n + 63) / 64, 0);
+    for (std::size_t k = 0; k < m; ++k)
+      for (const int c : probes[k]) {
+        const Sparse& column = columns_[static_cast<std::size_t>(c)];
+        std::size_t at = 0;
+        for (std::size_t b = 0; b < column.present.size(); ++b) {
+          touched[b] |= column.present[b];
+          for (std::uint64_t p = column.present[b]; p; p &= p - 1)
+            bits[k * n + 64 * b + static_cast<std::size_t>(std::countr_zero(p))] ^= column.words[at++];
+        }
+      }
+    for (std::size_t w = 0; w < n; ++w) {
+      if (!(patterns & 1) && !((touched[w / 64] >> (w % 64)) & 1)) continue;
+      std::uint64_t x = 0;
+      for (std::uint32_t p = patterns; p; p &= p - 1) {
+        const int pattern = std::countr_zero(p);
+        std::uint64_t match = ~std::uint64_t{0};
+        for (std::size_t k = 0; k < m; ++k) match &= (pattern >> k) & 1 ? bits[k * n + w] : ~bits[k * n + w];
+        x |= match;
+      }
+      if (w + 1 == n && size_ % 64) x &= (std::uint64_t{1} << (size_ % 64)) - 1;
+      visit(w, x);
+    }
+  }
+
   // Makes room in the presence bitmaps for `terms` terms.
   void reserve(std::size_t terms) {
     for (Sparse& column : columns_) column.present.reserve((terms + 4095) / 4096);

@@ -42,14 +42,20 @@
 #include <vector>
 
 #include "column.h"
+#include "noise.h"
 
 namespace monoprop {
 
-// A layer as the circuit gave it, the same on every shard.
+// A layer as the circuit gave it, the same on every shard. A noise layer
+// (noise.h) has frequency 1: its derivative is taken along its rate.
 struct LayerInfo {
-  std::int32_t parameter = 0;
-  std::int32_t gate = 0;  // authoring gate, for per-gate parameter mappings
+  std::int32_t parameter = 0;  // -1: a noise layer of fixed rate
+  std::int32_t gate = 0;       // authoring gate, for per-gate parameter mappings
   double frequency = 0.0;
+  Noise noise;
+
+  // The layer's numbers at parameter value x (any value for a fixed rate).
+  Turn turn(double x) const { return noise.rotation() ? rotation_turn(frequency * x) : noise_turn(noise, x); }
 };
 
 // `count` entries at bytes [offset, offset + length) of the part's string;

@@ -85,7 +85,9 @@ void Propagator<A, W, I>::answer_lookups(const LayerPlan& plan, RemoteLayer& rem
   }
   config_.comm.exchange(parcels, sizeof(Answer));
 
-  auto is_half = [&](const Key& partner) { return plan.k && plan.truth(partner).length() > *plan.k; };
+  auto is_half = [&](Answer answer, const Key& partner) {
+    return plan.transfer() || (answer != Answer::Born && plan.k && plan.truth(partner).length() > *plan.k);
+  };
   auto kept = [&](Answer answer, const Key& partner) {
     return answer != Answer::FoundAsking || partner.test(plan.top);
   };
@@ -117,9 +119,9 @@ void Propagator<A, W, I>::answer_lookups(const LayerPlan& plan, RemoteLayer& rem
       for (std::size_t e = 0; e < x.incoming[p].size(); ++e) {
         const Incoming& in = x.incoming[p][e];
         const Key& mine = wire[e].partner;
-        const int sign = A::anticommuting_sign(mine ^ plan.generator, plan.gen);  // as the asker applies it
+        const int sign = plan.sign(mine ^ plan.generator);  // as the asker applies it
         const auto shard = static_cast<std::size_t>(in.shard);
-        if (in.answer != Answer::Born && is_half(mine))
+        if (is_half(in.answer, mine))
           add(shard, in.found, 3 * sign);
         else if (kept(in.answer, mine))
           add(shard, in.found, -sign);

@@ -49,11 +49,17 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   // Copies the hot loop keeps in registers: a store to c[i] could otherwise
   // alias the plan's doubles and force a reload after every scaled term.
   const double sn = plan.sn, cs = plan.cs;
-  const bool capped = plan.k.has_value(), record = plan.record;
+  const bool capped = plan.k.has_value(), scales = plan.kind == LayerKind::Damp || plan.kind == LayerKind::Select;
+  // A Transfer leaves its quiet terms as they are: no cos entries.
+  const bool record = plan.record && !plan.transfer();
   ActiveBatch batch;
   auto visit = [&](std::size_t w, std::uint64_t hits) {
     for (; hits; hits &= hits - 1) {
       const auto i = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(hits)));
+      if (scales) {  // a noise scaling: every term it marks is quiet
+        quiet(me, c, i, cs, record);
+        continue;
+      }
       if (capped && (plan.frame ? plan.truth(me.keys.key(i)).length() : me.keys.length(i)) > *plan.k)
         continue;  // untouched
       const double moved = c ? std::abs(sn * c[i]) : 0.0;
@@ -71,7 +77,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   std::size_t ring_word[ahead];
   std::uint64_t ring_hits[ahead];
   std::size_t queued = 0, words = 0;
-  me.keys.bits().xor_words(plan.columns.data(), plan.columns.size(), [&](std::size_t w, std::uint64_t hits) {
+  auto word = [&](std::size_t w, std::uint64_t hits) {
     if ((++words & 255) == 0) interrupts_.poll(s == 0, 256 * 64);  // shard 0 is the primary's
     if (hits == 0) return;
     if (c)  // one line of coefficients per byte of the mask that has hits
@@ -81,7 +87,13 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
     if (queued > ahead) visit(ring_word[r], ring_hits[r]);
     ring_word[r] = w;
     ring_hits[r] = hits;
-  });
+  };
+  if (!plan.probes.empty())
+    me.keys.bits().probe_words(plan.probes, plan.patterns, word);
+  else if (plan.patterns)
+    me.keys.bits().pattern_words(plan.columns.data(), plan.columns.size(), plan.patterns, word);
+  else
+    me.keys.bits().xor_words(plan.columns.data(), plan.columns.size(), word);
   for (std::size_t q = queued > ahead ? queued - ahead : 0; q < queued; ++q)
     visit(ring_word[q % ahead], ring_hits[q % ahead]);
   test_partners(s, plan, c, batch);
@@ -109,7 +121,7 @@ void Propagator<A, W, I>::test_partners(int s, const LayerPlan& plan, double* c,
     if (measure <= t.cutoff || seen.fully_paired() || (upper && batch.moved[e] > *t.upper_atol))
       ask(me, plan, i, key, partner);
     else
-      quiet(me, c, i, plan.cs, plan.record);
+      quiet(me, c, i, plan.cs, plan.record && !plan.transfer());
   }
   batch.size = 0;
 }
@@ -121,7 +133,7 @@ void Propagator<A, W, I>::test_partners(int s, const LayerPlan& plan, double* c,
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::ask(Shard& me, const LayerPlan& plan, std::uint32_t i, const Key& key, const Key& partner) {
   me.flags.set(i, TermFlags::kAsking);
-  const Query q{partner, i, 0, static_cast<std::int8_t>(A::anticommuting_sign(key, plan.gen)), Answer::Born};
+  const Query q{partner, i, 0, static_cast<std::int8_t>(plan.sign(key)), Answer::Born};
   // A shard that is its rank's only one owns every partner: no hash needed
   // (the lookup computes it).
   const bool single = threads() == 1 && plan.peers.empty();
@@ -130,7 +142,9 @@ void Propagator<A, W, I>::ask(Shard& me, const LayerPlan& plan, std::uint32_t i,
     const int r = routing_.linear() ? plan.peers[0] : routing_.spread_rank(h);
     if (r != rank_) return me.remote_out[static_cast<std::size_t>(r)].push_back(q);
   }
-  (key.test(plan.top) ? me.late : me.outbox)[single ? 0 : static_cast<std::size_t>(owner(h))].push_back(q);
+  // A Transfer's partner never asks back: no second round.
+  (key.test(plan.top) && !plan.transfer() ? me.late : me.outbox)[single ? 0 : static_cast<std::size_t>(owner(h))]
+      .push_back(q);
 }
 
 }  // namespace monoprop

@@ -108,6 +108,7 @@ void Propagator<A, W, I>::post_late(int s) {
 // recording layer marks it (settle() clears the mark as it passes b).
 template <typename A, int W, typename I>
 auto Propagator<A, W, I>::found(Shard& me, std::uint32_t b, const LayerPlan& plan) -> Answer {
+  if (plan.transfer()) return Answer::Found;   // b is in no list of the layer but this entry
   if (me.flags.test(b, TermFlags::kAsking)) {  // an upper term: see resolve()
     me.flags.set(b, TermFlags::kMarked);
     return Answer::FoundAsking;
@@ -231,7 +232,7 @@ void Propagator<A, W, I>::settle_part(int s, std::size_t o, const std::vector<Qu
       }
     }
     if (!layer) continue;
-    if (q.answer == Answer::Born) {
+    if (q.answer == Answer::Born && !is_half) {
       if (births.count() == 0) part.births.base = q.b;
       births.birth(q.a, q.sign);
     } else {

@@ -25,6 +25,7 @@
 #include "graph.h"
 #include "hash_index.h"
 #include "interrupt.h"
+#include "noise.h"
 
 namespace monoprop {
 
@@ -47,13 +48,16 @@ struct Term {
 
 // One generator term of a gate: exp(+i theta h G), theta = parameters[parameter];
 // or, with quarter_turns q in 1..3, the fixed Clifford layer exp(+i q pi/4 G),
-// whose coefficient, parameter and gate are not read (clifford_frame.h).
+// whose coefficient, parameter and gate are not read (clifford_frame.h); or a
+// noise layer (noise.h) on the monomial or slots G, whose rate is
+// parameters[parameter], or fixed when parameter and gate are -1.
 struct LayerSpec {
   std::vector<std::uint32_t> slots;
   double coefficient = 0.0;  // h
   std::int32_t parameter = 0;
   std::int32_t gate = 0;
   std::int8_t quarter_turns = 0;
+  Noise noise;
 };
 
 // A circuit flattened to layers, first gate first, with circuit-local

@@ -142,8 +142,12 @@ class Propagator final : public MonomialPropagator {
     explicit LayerPlan(const Key& g) : generator(g), gen(g) {}
     Key generator;
     Gen gen;
-    std::vector<int> columns;  // bit columns whose xor marks the anticommuting terms
-    std::uint32_t top = 0;     // the generator's highest slot
+    std::vector<int> columns;              // bit columns whose xor marks the anticommuting terms
+    std::uint32_t patterns = 0;            // else, the patterns of the columns that mark the layer's terms (noise.h)
+    std::vector<std::vector<int>> probes;  // in a Clifford frame: the columns whose xor is each pattern bit
+    LayerKind kind = LayerKind::Rotation;
+    int transfer_sign = 1;  // s of a Transfer, before the Majorana length sign
+    std::uint32_t top = 0;  // the generator's highest slot
     double cs = 1.0, sn = 0.0;
     double inverse_cs = 1.0;       // 1 / cs: never infinite, as cos of a double angle is never 0
     bool informed = false;         // coefficients steer truncation
@@ -152,6 +156,21 @@ class Propagator final : public MonomialPropagator {
     const Frame* frame = nullptr;  // when truncation measures keys in a Clifford frame
     // The term a held key stands for, up to sign: what truncation measures.
     Key truth(const Key& key) const { return frame ? frame->image(key) : key; }
+    bool transfer() const { return kind == LayerKind::Transfer; }
+    // s of the entry of an active term a: i a G = s (a xor G) for a rotation;
+    // for a Transfer, the sign of K in a = s' (a xor K) K, which on Majorana
+    // monomials (Hermitian phases) is (-1)^|a| times the transfer sign.
+    // In a Clifford frame F the entry moves c_a F(a) = c_a s_a A to the term
+    // A xor K = s_b F(a xor G), G = F^-1(K): its sign is s_a s_b times A's.
+    int sign(const Key& a) const {
+      if (!transfer()) return Algebra::anticommuting_sign(a, gen);
+      if (!frame) return transfer_sign_of(a);
+      const auto image = frame->forward(a);
+      return image.sign * frame->forward(a ^ generator).sign * transfer_sign_of(image.key);
+    }
+    int transfer_sign_of(const Key& a) const {
+      return Algebra::family == Family::Majorana && (a.length() & 1) ? -transfer_sign : transfer_sign;
+    }
     std::vector<int> peers;  // ranks the layer's lookups go to (ascending)
     const char* operation = "";
     std::size_t layer = 0, layers = 0;  // position in the call, for messages
@@ -215,9 +234,13 @@ class Propagator final : public MonomialPropagator {
   static void accumulate(Keys& keys, Column<double>& coefficients, const Key& key, double h);
   void expand_reference_state(int max_pairs);
   void check_circuit(const CircuitSpec& circuit, std::optional<int> only_rotate_len_k) const;
+  void check_noise(const LayerSpec& layer) const;
   void check_parameters(const std::vector<double>& parameters, std::int32_t expected) const;
+  void check_rates(const double* theta, const std::int32_t* lp, bool gradient) const;
+  void check_layer_parameters(const std::vector<std::int32_t>& per_layer) const;
   std::vector<std::int32_t> checked_evaluation(const std::vector<double>& parameters,
-                                               const std::vector<std::int32_t>* mapping) const;
+                                               const std::vector<std::int32_t>* mapping, bool gradient = false) const;
+  void check_circuit_rates(const CircuitSpec& circuit, const std::vector<double>& theta, std::int32_t shift) const;
   // Per-layer parameter indices in graph order for a circuit-order mapping.
   std::vector<std::int32_t> graph_order(const std::vector<std::int32_t>& mapping) const;
   // Order in which a circuit's layers act on the operand.
@@ -232,6 +255,8 @@ class Propagator final : public MonomialPropagator {
     double frequency = 0.0;  // the layer's, times the sign of F^-1
     std::int32_t parameter = 0, gate = 0;
     std::size_t frame = 0;  // 1 + the index in CircuitPlan::frames truncation reads; 0: none
+    Noise noise;
+    Key slots;  // the layer's own slots (a Select or Transfer reads them)
   };
   struct CircuitPlan {
     std::vector<Step> steps;    // application order
@@ -266,8 +291,9 @@ class Propagator final : public MonomialPropagator {
                    Column<double>** values, ShardLayer* layer);
   void clear_flags(int s);
   // A found partner too long to rotate back (only_rotate_len_k): a half.
+  // Every entry of a Transfer is a half: a keeps its coefficient (cs = 1).
   static bool half(const Query& q, const LayerPlan& plan) {
-    return q.answer != Answer::Born && plan.k && plan.truth(q.partner).length() > *plan.k;
+    return plan.transfer() || (q.answer != Answer::Born && plan.k && plan.truth(q.partner).length() > *plan.k);
   }
   // Whether the asking shard applies and records q's rotation: always, unless
   // both terms asked and q's partner lacks the generator's top slot.
@@ -295,6 +321,7 @@ class Propagator final : public MonomialPropagator {
   bool small_replay() const;
   const FlatGraph* flat_graph(const Team& team, double pare) const;
   std::size_t layer_work(std::size_t l) const;
+  Turn layer_turn(std::size_t l, const double* theta, const std::int32_t* lp) const;
   void replay(int t, Team& team, double* const* c, const double* theta, double pare, const std::int32_t* lp) const;
   void replay_all(const std::vector<double>& parameters) const;
   double* spread_adjoint(int s) const;
@@ -308,7 +335,7 @@ class Propagator final : public MonomialPropagator {
                    std::size_t stride, double* ours, double* theirs, double pare) const;
   void swap_with_peers(int t, Team& team, const RemoteLayer& layer, const double* const* base, std::size_t stride,
                        double* send, double* received) const;
-  void remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* state,
+  void remote_step_back(int t, Team& team, const RemoteLayer& layer, const Turn& turn, double* const* state,
                         const double* ours, const double* theirs, double* swap, double pare, double* const* dphi) const;
 
   // Thread t's part [lo, hi) of n entries.

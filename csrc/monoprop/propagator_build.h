@@ -18,22 +18,43 @@ void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitPlan& ci
     const Step& step = order[l];
     LayerPlan plan(step.generator);
     plan.frame = step.frame ? &circuit.frames[step.frame - 1] : nullptr;
-    A::scan_columns(plan.generator, slots, plan.columns);
+    plan.kind = step.noise.kind;
+    if (plan.kind == LayerKind::Rotation || plan.kind == LayerKind::Damp) {
+      A::scan_columns(plan.generator, slots, plan.columns);
+    } else {  // the pattern's bits are the layer's slots of the terms the keys stand for
+      for (int s = 0; s < slots; ++s)
+        if (step.slots.test(static_cast<std::uint32_t>(s))) plan.columns.push_back(s);
+      if (plan.frame)  // slot t of F(Y) is the xor of Y's slots s whose image F(e_s) holds t
+        for (const int t : plan.columns) {
+          std::vector<int>& probe = plan.probes.emplace_back();
+          for (int s = 0; s < slots; ++s) {
+            Key unit;
+            unit.set(static_cast<std::uint32_t>(s));
+            if (plan.frame->image(unit).test(static_cast<std::uint32_t>(t))) probe.push_back(s);
+          }
+        }
+      const auto all = (std::uint32_t{1} << plan.columns.size()) - 1;
+      plan.patterns = plan.kind == LayerKind::Select ? step.noise.patterns : schrodinger() ? 1u : 1u << all;
+      plan.transfer_sign = A::family == Family::Majorana ? -1 : 1;  // the pair's value on an empty mode
+    }
     for (int w = W; w-- > 0;)
       if (plan.generator.words[w]) {
         plan.top = static_cast<std::uint32_t>(64 * w + 63 - std::countl_zero(plan.generator.words[w]));
         break;
       }
-    if (theta) {
-      const double phi = step.frequency * (*theta)[static_cast<std::size_t>(step.parameter + parameter_shift)];
-      plan.cs = std::cos(phi);
-      plan.sn = std::sin(phi);
+    if (theta || step.parameter < 0) {
+      const LayerInfo info{step.parameter, step.gate, step.frequency, step.noise};
+      const Turn turn =
+          info.turn(step.parameter < 0 ? 0.0 : (*theta)[static_cast<std::size_t>(step.parameter + parameter_shift)]);
+      plan.cs = turn.cs;
+      plan.sn = turn.sn;
       plan.inverse_cs = 1.0 / plan.cs;
     }
     plan.informed = values != nullptr;
     plan.record = record != nullptr;
-    plan.k = k;
-    plan.peers = routing_.peers(rank_, plan.generator.words.data(), W);
+    plan.k = plan.kind == LayerKind::Rotation ? k : std::nullopt;  // only_rotate_len_k limits rotations only
+    if (plan.kind == LayerKind::Rotation || plan.transfer())       // a scaling asks nobody
+      plan.peers = routing_.peers(rank_, plan.generator.words.data(), W);
     plan.operation = record ? "build_graph" : "propagate";
     plan.layer = l;
     plan.layers = order.size();
@@ -66,8 +87,21 @@ auto Propagator<A, W, I>::plan_circuit(const CircuitSpec& circuit, std::optional
       changed = true;
       continue;
     }
+    if (!spec->noise.rotation()) {
+      // A Damp anticommutes with F^-1(Q) where it stands, and a Transfer's partner is
+      // a xor F^-1(K): the keys of the preimages. A Select or Transfer reads its slots
+      // of the terms F(Y) through the frame (apply_circuit), and so needs it.
+      Step step{out.after.backward(g).key, 1.0, spec->parameter, spec->gate, 0, spec->noise, g};
+      if (!out.after.identity() && (spec->noise.kind != LayerKind::Damp || measured)) {
+        if (changed) out.frames.push_back(out.after);
+        changed = false;
+        step.frame = out.frames.size();
+      }
+      out.steps.push_back(step);
+      continue;
+    }
     const auto [held, sign] = out.after.backward(g);
-    Step step{held, sign * frequency(*spec), spec->parameter, spec->gate, 0};
+    Step step{held, sign * frequency(*spec), spec->parameter, spec->gate, 0, spec->noise, g};
     if (measured && !out.after.identity()) {
       if (changed) out.frames.push_back(out.after);
       changed = false;
@@ -135,6 +169,7 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
   if (static_cast<std::int64_t>(parameters.size()) != circuit.n_parameters)
     throw UsageError("The length of parameters (" + std::to_string(parameters.size()) +
                      ") must be the same as max(parameter_mapping)+1 (" + std::to_string(circuit.n_parameters) + ").");
+  check_circuit_rates(circuit, parameters, 0);
   guarded("propagate", [&] {
     const CircuitPlan plan = plan_circuit(circuit, k);
     report_routing(plan);
@@ -182,6 +217,10 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
     throw UsageError("The length of parameters (" + std::to_string(seed->size()) +
                      ") must be the same as max(parameter_mapping)+1 (" + std::to_string(total) +
                      ") of the graph after this build.");
+  if (seed) {
+    check_circuit_rates(circuit, *seed, schrodinger() ? n_parameters_ : 0);
+    check_rates(seed->data() + (schrodinger() ? 0 : circuit.n_parameters), nullptr, false);  // the graph's own
+  }
   guarded("build_graph", [&] {
     // Where the graph's parameters so far and the new ones sit (adopt_graph).
     const std::int32_t old_shift = schrodinger() ? 0 : circuit.n_parameters;
@@ -235,12 +274,15 @@ void Propagator<A, W, I>::adopt_graph(const CircuitSpec& circuit, CircuitPlan& p
   const std::int32_t new_shift = schrodinger() ? n_parameters_ : 0;
   const std::int32_t old_gate_shift = schrodinger() ? 0 : circuit.n_gates;
   const std::int32_t new_gate_shift = schrodinger() ? n_gates_ : 0;
+  // A fixed noise layer keeps parameter and gate -1.
+  auto shifted = [](std::int32_t index, std::int32_t shift) { return index < 0 ? index : index + shift; };
   for (LayerInfo& layer : layers_) {
-    layer.parameter += old_shift;
-    layer.gate += old_gate_shift;
+    layer.parameter = shifted(layer.parameter, old_shift);
+    layer.gate = shifted(layer.gate, old_gate_shift);
   }
   for (const Step& step : plan.steps)
-    layers_.push_back({step.parameter + new_shift, step.gate + new_gate_shift, step.frequency});
+    layers_.push_back(
+        {shifted(step.parameter, new_shift), shifted(step.gate, new_gate_shift), step.frequency, step.noise});
   frame_ = std::move(plan.after);
   release_scratch();  // first: the build's working coefficients go before the operand grows
   for (std::size_t s = 0; s < shards_.size(); ++s) {

@@ -49,9 +49,8 @@ void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const doub
   team.sync(t);  // every shard's buffer is in place before cross entries reach into it
   const FlatGraph* flat = flat_graph(team, pare);
   for (std::size_t l = 0; l < layers_.size(); ++l) {
-    const LayerInfo& info = layers_[l];
-    const double phi = info.frequency * theta[lp ? lp[l] : info.parameter];
-    const double cs = std::cos(phi), sn = std::sin(phi);
+    const Turn turn = layer_turn(l, theta, lp);
+    const double cs = turn.cs, sn = turn.sn;
     if (flat)
       flat->forward(l, cs, sn, c);
     else
@@ -64,6 +63,14 @@ void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const doub
     team.sync(t);
     interrupts_.poll(t == 0, layer_work(l));
   }
+}
+
+// Layer l's numbers at theta (per-layer indices lp, or the graph's own).
+template <typename A, int W, typename I>
+Turn Propagator<A, W, I>::layer_turn(std::size_t l, const double* theta, const std::int32_t* lp) const {
+  const LayerInfo& info = layers_[l];
+  const std::int32_t p = lp ? lp[l] : info.parameter;
+  return info.turn(p < 0 ? 0.0 : theta[p]);
 }
 
 // The work of layer l for the interrupt polls of a replay: shard 0's entries
@@ -158,7 +165,7 @@ template <typename A, int W, typename I>
 double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<double>& parameters,
                                                            std::vector<double>& gradient, double pare,
                                                            const std::vector<std::int32_t>* mapping) const {
-  const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
+  const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping, true);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
     const std::size_t L = layers_.size();
@@ -184,9 +191,11 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
     gradient.assign(parameters.size(), 0.0);
     for (std::size_t l = L; l-- > 0;) {
       const LayerInfo& info = layers_[l];
+      const std::int32_t p = lp ? lp[l] : info.parameter;
+      if (p < 0) continue;  // a noise layer of fixed rate
       double d = dphi[0][l];
       for (std::size_t s = 1; s < shards_.size(); ++s) d += dphi[s][l];
-      gradient[static_cast<std::size_t>(lp ? lp[l] : info.parameter)] += info.frequency * d;
+      gradient[static_cast<std::size_t>(p)] += info.frequency * d;
     }
     double f = 0.0;
     for (const double part : partial) f += part;
@@ -233,24 +242,22 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, double* const* state, c
   const FlatGraph* flat = flat_graph(team, pare);
   std::vector<double> d(flat ? shards_.size() : 0);
   for (std::size_t l = layers_.size(); l-- > 0;) {
-    const LayerInfo& info = layers_[l];
-    const double phi = info.frequency * theta[lp ? lp[l] : info.parameter];
-    const double cs = std::cos(phi), sn = std::sin(phi);
+    const Turn turn = layer_turn(l, theta, lp);
     if (flat) {
-      flat->adjoint(l, cs, sn, state, d.data());
+      flat->adjoint(l, turn, state, d.data());
       for (std::size_t s = 0; s < shards_.size(); ++s) dphi[s][l] = d[s];
     } else {
       team.each(t, [&](int s) {
         const Shard& me = shards_[static_cast<std::size_t>(s)];
         const ShardLayer& layer = me.graph[l];
         if (pare > 0.0) me.pare.cursor -= pare_flags(layer);
-        dphi[static_cast<std::size_t>(s)][l] = adjoint_layer(layer, cs, sn, state, s, pare, &me.pare);
+        dphi[static_cast<std::size_t>(s)][l] = adjoint_layer(layer, turn, state, s, pare, &me.pare);
       });
     }
     if (const RemoteLayer& remote = remote_[l]; !remote.empty()) {
       std::vector<double*> at(shards_.size());
       for (std::size_t s = 0; s < shards_.size(); ++s) at[s] = &dphi[s][l];
-      remote_step_back(t, team, remote, cs, sn, state, ours_.data() + remote.offset, theirs_.data() + remote.offset,
+      remote_step_back(t, team, remote, turn, state, ours_.data() + remote.offset, theirs_.data() + remote.offset,
                        swap_.data(), pare, at.data());
     }
     team.sync(t);
@@ -298,7 +305,7 @@ void Propagator<A, W, I>::remote_step(int t, Team& team, const RemoteLayer& laye
 // Backwards: the entries' lambdas (odd places of the interleaved states) are
 // swapped; each shard's share adds its d f / d phi to dphi[s].
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::remote_step_back(int t, Team& team, const RemoteLayer& layer, double cs, double sn,
+void Propagator<A, W, I>::remote_step_back(int t, Team& team, const RemoteLayer& layer, const Turn& turn,
                                            double* const* state, const double* ours, const double* theirs, double* swap,
                                            double pare, double* const* dphi) const {
   double* received = swap + layer.entries;
@@ -307,7 +314,7 @@ void Propagator<A, W, I>::remote_step_back(int t, Team& team, const RemoteLayer&
   swap_with_peers(t, team, layer, lambdas.data(), 2, swap, received);
   team.each(t, [&](int s) {
     const auto [lo, hi] = chunk(s, threads(), layer.entries);
-    *dphi[s] += remote_adjoint(layer, lo, hi, cs, sn, state, received, ours, theirs, pare);
+    *dphi[s] += remote_adjoint(layer, lo, hi, turn, state, received, ours, theirs, pare);
   });
 }
 
@@ -353,11 +360,23 @@ TermList Propagator<A, W, I>::evolved_terms(const std::vector<double>& parameter
     out.offsets.push_back(out.slots.size());
     out.coefficients.push_back(h);
   };
-  // The identity term is replicated: rank 0 reports it, so that the ranks' terms add up.
-  if (!schrodinger() && rank_ == 0 && (atol == 0.0 || std::abs(core_) >= atol)) emit(Key{}, core_);
+  // The identity term is replicated: rank 0 reports it, so that the ranks' terms add up. A
+  // Heisenberg noise layer (amplitude damping) can add a held identity term: it is reported
+  // with the replicated one, summed over the ranks.
+  double identity = 0.0;
+  if (!schrodinger()) {
+    const Key none{};
+    if (held_here(none)) {
+      const Shard& shard = shards_[static_cast<std::size_t>(owner(none.hash()))];
+      if (const auto slot = shard.keys.find(none); slot != Keys::kEmpty) identity = shard.c[slot];
+    }
+    config_.comm.sum(&identity, 1);
+    identity += core_;
+  }
+  if (!schrodinger() && rank_ == 0 && (atol == 0.0 || std::abs(identity) >= atol)) emit(Key{}, identity);
   for (const Shard& shard : shards_)  // each shard decoded with its own index
     for (std::size_t i = 0; i < shard.c.size(); ++i)
-      if (atol == 0.0 || std::abs(shard.c[i]) >= atol) {
+      if ((atol == 0.0 || std::abs(shard.c[i]) >= atol) && (schrodinger() || !shard.keys.key(i).is_identity())) {
         const auto [key, sign] = frame_.forward(shard.keys.key(i));
         emit(key, sign * shard.c[i]);
       }
@@ -375,18 +394,16 @@ std::vector<double> Propagator<A, W, I>::coefficients_of(const std::vector<Term>
   // Each term from the rank that holds it; the sum over ranks adds zeros only.
   std::vector<double> out;
   for (const Key& term : keys) {
-    if (!schrodinger() && term.is_identity()) {
-      out.push_back(rank_ == 0 ? core_ : 0.0);
-      continue;
-    }
+    // The identity's replicated part comes from rank 0; a held identity adds to it.
+    const double core = !schrodinger() && term.is_identity() && rank_ == 0 ? core_ : 0.0;
     const auto [key, sign] = frame_.backward(term);  // the key that stands for the term
     if (!held_here(key)) {
-      out.push_back(0.0);
+      out.push_back(core);
       continue;
     }
     const Shard& shard = shards_[static_cast<std::size_t>(owner(key.hash()))];
     const auto slot = shard.keys.find(key);
-    out.push_back(slot == Keys::kEmpty ? 0.0 : sign * shard.c[slot]);
+    out.push_back(core + (slot == Keys::kEmpty ? 0.0 : sign * shard.c[slot]));
   }
   config_.comm.sum(out.data(), out.size());
   return out;

@@ -155,12 +155,72 @@ void Propagator<A, W, I>::check_circuit(const CircuitSpec& circuit, std::optiona
     if (layer.quarter_turns < 0 || layer.quarter_turns > 3)
       throw ArgumentError("layer quarter_turns " + std::to_string(layer.quarter_turns) + " is outside 0..3.");
     if (layer.quarter_turns) continue;  // a Clifford layer takes no parameter
+    if (!layer.noise.rotation()) check_noise(layer);
+    if (!layer.noise.rotation() && layer.parameter == -1 && layer.gate == -1) continue;  // a fixed rate
     if (layer.parameter < 0 || layer.parameter >= circuit.n_parameters)
       throw ArgumentError("layer parameter index " + std::to_string(layer.parameter) + " is outside 0.." +
                           std::to_string(circuit.n_parameters - 1) + ".");
     if (layer.gate < 0 || layer.gate >= circuit.n_gates)
       throw ArgumentError("layer gate index " + std::to_string(layer.gate) + " is outside 0.." +
                           std::to_string(circuit.n_gates - 1) + ".");
+  }
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::check_noise(const LayerSpec& layer) const {
+  const Noise& noise = layer.noise;
+  const auto kind = static_cast<int>(noise.kind);
+  if (kind < 1 || kind > 3 || static_cast<int>(noise.form) > 2)
+    throw ArgumentError("noise layer kind " + std::to_string(kind) + " or form " +
+                        std::to_string(static_cast<int>(noise.form)) + " is unknown.");
+  if (noise.kind != LayerKind::Damp && (layer.slots.empty() || layer.slots.size() > 4))
+    throw ArgumentError("a Select or Transfer noise layer reads 1 to 4 slots; got " +
+                        std::to_string(layer.slots.size()) + ".");
+  if (noise.kind == LayerKind::Select && (noise.patterns & 1))
+    throw ArgumentError("a Select noise layer cannot scale pattern 0 (terms without the channel's qubits).");
+  if (!std::isfinite(noise.alpha) || !std::isfinite(noise.beta))
+    throw ArgumentError("noise layer numbers must be finite; got alpha " + std::to_string(noise.alpha) + ", beta " +
+                        std::to_string(noise.beta) + ".");
+}
+
+// The rates a circuit's noise layers read from `theta` (at p + shift) lie
+// in their channels' ranges.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::check_circuit_rates(const CircuitSpec& circuit, const std::vector<double>& theta,
+                                              std::int32_t shift) const {
+  for (const LayerSpec& layer : circuit.layers) {
+    if (layer.noise.rotation() || layer.quarter_turns || layer.parameter < 0) continue;
+    const std::int32_t p = layer.parameter + shift;
+    const double rate = theta[static_cast<std::size_t>(p)];
+    if (!(rate >= layer.noise.lowest && rate <= layer.noise.highest))
+      throw ArgumentError("parameter " + std::to_string(p) + " = " + std::to_string(rate) +
+                          " is the rate of a noise channel, which is defined for rates in [" +
+                          std::to_string(layer.noise.lowest) + ", " + std::to_string(layer.noise.highest) +
+                          "]; keep the rate in that range.");
+  }
+}
+
+// Every rate a layer reads from `theta` (per-layer indices `lp`, or the
+// graph's) lies in its channel's range; with `gradient`, no layer scales by 0,
+// since the reverse sweep recovers a layer's inputs by dividing by its scale.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::check_rates(const double* theta, const std::int32_t* lp, bool gradient) const {
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const LayerInfo& info = layers_[l];
+    if (info.noise.rotation()) continue;
+    const std::int32_t p = lp ? lp[l] : info.parameter;
+    const double rate = p < 0 ? 0.0 : theta[p];
+    if (p >= 0 && !(rate >= info.noise.lowest && rate <= info.noise.highest))
+      throw ArgumentError("parameter " + std::to_string(p) + " = " + std::to_string(rate) +
+                          " is the rate of a noise channel, which is defined for rates in [" +
+                          std::to_string(info.noise.lowest) + ", " + std::to_string(info.noise.highest) +
+                          "]; keep the rate in that range (for example with bounds in scipy.optimize.minimize).");
+    if (gradient && info.noise.scales() && !(std::abs(info.turn(rate).cs) >= std::numeric_limits<double>::min()))
+      throw ArgumentError("a noise channel " +
+                          std::string(p < 0 ? "of fixed rate" : "at parameter " + std::to_string(p)) +
+                          " erases the terms it acts on (it scales them by 0, as depolarizing at p = 1 does), so "
+                          "the gradient cannot be taken through it; evaluate values only, or use a rate that keeps "
+                          "some signal.");
   }
 }
 
@@ -178,11 +238,13 @@ void Propagator<A, W, I>::check_parameters(const std::vector<double>& parameters
 // (graph order) of `mapping`, or nothing to use the graph's own.
 template <typename A, int W, typename I>
 std::vector<std::int32_t> Propagator<A, W, I>::checked_evaluation(const std::vector<double>& parameters,
-                                                                  const std::vector<std::int32_t>* mapping) const {
+                                                                  const std::vector<std::int32_t>* mapping,
+                                                                  bool gradient) const {
   check_valid();
   std::vector<std::int32_t> layer_parameters;
   if (mapping) layer_parameters = graph_order(*mapping);
   check_parameters(parameters, mapping ? mapped_count(*mapping) : n_parameters_);
+  check_rates(parameters.data(), mapping ? layer_parameters.data() : nullptr, gradient);
   return layer_parameters;
 }
 
@@ -191,11 +253,27 @@ std::vector<std::int32_t> Propagator<A, W, I>::graph_order(const std::vector<std
   if (mapping.size() != layers_.size())
     throw ArgumentError("a per-layer mapping needs " + std::to_string(layers_.size()) + " entries; got " +
                         std::to_string(mapping.size()) + ".");
-  for (const std::int32_t p : mapping)
-    if (p < 0) throw ArgumentError("parameter mapping entries must be >= 0; got " + std::to_string(p) + ".");
   std::vector<std::int32_t> out(mapping);
   if (!schrodinger()) std::reverse(out.begin(), out.end());
+  check_layer_parameters(out);
   return out;
+}
+
+// Per-layer parameter indices (graph order) are >= 0, except -1 exactly at
+// the noise layers of fixed rate.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::check_layer_parameters(const std::vector<std::int32_t>& per_layer) const {
+  for (std::size_t l = 0; l < per_layer.size(); ++l) {
+    const bool fixed = layers_[l].parameter < 0;
+    const std::size_t position = schrodinger() ? l : per_layer.size() - 1 - l;
+    if (fixed && per_layer[l] != -1)
+      throw ArgumentError("parameter mapping entry " + std::to_string(position) +
+                          " belongs to a noise channel of fixed rate " + "and must be -1; got " +
+                          std::to_string(per_layer[l]) + ".");
+    if (!fixed && per_layer[l] < 0)
+      throw ArgumentError("parameter mapping entries must be >= 0 (-1 only at noise channels of fixed rate); got " +
+                          std::to_string(per_layer[l]) + " at entry " + std::to_string(position) + ".");
+  }
 }
 
 // Heisenberg: the last gate acts on the observable first. Every ordering

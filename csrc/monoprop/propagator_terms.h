@@ -106,8 +106,9 @@ void Propagator<A, W, I>::set_parameter_mapping(const std::vector<std::int32_t>&
   if (per_layer.size() != L)
     throw ArgumentError("parameter_mapping has " + std::to_string(per_layer.size()) + " entries; expected " +
                         std::to_string(L) + " (per graph layer).");
-  for (const std::int32_t p : per_layer)
-    if (p < 0) throw ArgumentError("parameter_mapping indices must be non-negative.");
+  std::vector<std::int32_t> graph_ordered(per_layer);
+  if (!schrodinger()) std::reverse(graph_ordered.begin(), graph_ordered.end());
+  check_layer_parameters(graph_ordered);
   for (std::size_t i = 0; i < L; ++i) layers_[schrodinger() ? i : L - 1 - i].parameter = per_layer[i];
   n_parameters_ = mapped_count(per_layer);
 }

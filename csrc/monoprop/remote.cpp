@@ -32,9 +32,9 @@ void remote_forward(const RemoteLayer& layer, std::size_t lo, std::size_t hi, do
   });
 }
 
-double remote_adjoint(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn,
-                      double* const* state, const double* theirs_lambda, const double* ours_in, const double* theirs_in,
-                      double pare) {
+double remote_adjoint(const RemoteLayer& layer, std::size_t lo, std::size_t hi, const Turn& turn, double* const* state,
+                      const double* theirs_lambda, const double* ours_in, const double* theirs_in, double pare) {
+  const double cs = turn.cs, sn = turn.sn, dcs = turn.dcs, dsn = turn.dsn;
   double dphi = 0.0;
   for_entries(layer, lo, hi, [&](const RemoteBlock& b, std::size_t e, std::size_t i) {
     double* own = state[b.shards[e]] + 2 * std::size_t{b.slots[e]};
@@ -48,7 +48,7 @@ double remote_adjoint(const RemoteLayer& layer, std::size_t lo, std::size_t hi, 
     double d;
     if (kind == 1) {
       if (pared(pare, sn, xin, yin)) {
-        d = -sn * (own[1] * xin + other[1] * yin);
+        d = dcs * (own[1] * xin + other[1] * yin);
         own[0] = xin;
         own[1] *= cs;
       } else {
@@ -60,11 +60,11 @@ double remote_adjoint(const RemoteLayer& layer, std::size_t lo, std::size_t hi, 
       double* q = kind == 2 ? other : own;
       const double rin = kind == 2 ? xin : yin;
       if (pared(pare, sn, rin, 0.0)) {
-        d = -r[1] * sn * rin;
+        d = r[1] * dcs * rin;
         r[1] *= cs;
       } else {
         q[0] -= s * sn * rin;
-        d = -r[1] * sn * rin + q[1] * s * cs * rin;
+        d = r[1] * dcs * rin + q[1] * s * dsn * rin;
         r[1] = cs * r[1] + s * sn * q[1];
       }
       r[0] = rin;

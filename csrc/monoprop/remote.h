@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "noise.h"
+
 namespace monoprop {
 
 // The entries one rank shares with one peer in one layer.
@@ -60,9 +62,8 @@ void remote_forward(const RemoteLayer& layer, std::size_t lo, std::size_t hi, do
 // The same entries backwards on interleaved states (c, lambda) per slot:
 // theirs_lambda holds the peer's lambda per entry (its c output follows from
 // the forward inputs of both terms, ours_in and theirs_in). Returns the
-// d f / d phi of the blocks this rank counts.
-double remote_adjoint(const RemoteLayer& layer, std::size_t lo, std::size_t hi, double cs, double sn,
-                      double* const* state, const double* theirs_lambda, const double* ours_in, const double* theirs_in,
-                      double pare);
+// d f along the layer's scalar (Turn) of the blocks this rank counts.
+double remote_adjoint(const RemoteLayer& layer, std::size_t lo, std::size_t hi, const Turn& turn, double* const* state,
+                      const double* theirs_lambda, const double* ours_in, const double* theirs_in, double pare);
 
 }  // namespace monoprop

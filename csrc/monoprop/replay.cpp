@@ -91,11 +91,12 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
 }
 
 template <bool Pared>
-double adjoint(const ShardLayer& layer, double cs, double sn, double* const* state, int self, PareFlags* flags) {
+double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, int self, PareFlags* flags) {
+  const double cs = turn.cs, sn = turn.sn, dcs = turn.dcs, dsn = turn.dsn;
   double* own = state[self];
   const double inverse_cs = 1.0 / cs;
   double d = 0.0, d_pairs = 0.0;
-  for_each_cos(layer, [&](std::uint32_t a) { d += unscale(own + 2 * std::size_t{a}, cs, sn, inverse_cs); });
+  for_each_cos(layer, [&](std::uint32_t a) { d += unscale(own + 2 * std::size_t{a}, cs, dcs, inverse_cs); });
   std::size_t cursor = Pared ? flags->cursor : 0;
   for (const Part& part : layer.parts) {
     double* other = state[part.shard];
@@ -104,7 +105,7 @@ double adjoint(const ShardLayer& layer, double cs, double sn, double* const* sta
       double* x = own + 2 * std::size_t{a};
       double* y = other + 2 * std::size_t{b};
       if (Pared && flags->flags[cursor++]) {
-        d += unscale(x, cs, sn, inverse_cs) + unscale(y, cs, sn, inverse_cs);
+        d += unscale(x, cs, dcs, inverse_cs) + unscale(y, cs, dcs, inverse_cs);
         return;
       }
       d_pairs += rewind(x, y, cs, sn, s);
@@ -112,10 +113,10 @@ double adjoint(const ShardLayer& layer, double cs, double sn, double* const* sta
     auto half = [&](std::uint32_t a, std::uint32_t b, double s) {
       double* x = own + 2 * std::size_t{a};
       if (Pared && flags->flags[cursor++]) {
-        d += unscale(x, cs, sn, inverse_cs);
+        d += unscale(x, cs, dcs, inverse_cs);
         return;
       }
-      d += rewind_half(x, other + 2 * std::size_t{b}, cs, sn, s, inverse_cs);
+      d += rewind_half(x, other + 2 * std::size_t{b}, cs, sn, s, inverse_cs, dcs, dsn);
     };
     for_each_entry<true>(layer, part.births, prefetch, pair);
     for_each_entry<false>(layer, part.pairs, prefetch, pair);
@@ -134,10 +135,10 @@ void forward_layer(const ShardLayer& layer, double cs, double sn, double* const*
     forward<false>(layer, cs, sn, c, self, 0.0, nullptr);
 }
 
-double adjoint_layer(const ShardLayer& layer, double cs, double sn, double* const* state, int self, double pare,
+double adjoint_layer(const ShardLayer& layer, const Turn& turn, double* const* state, int self, double pare,
                      PareFlags* flags) {
-  return pare > 0.0 ? adjoint<true>(layer, cs, sn, state, self, flags)
-                    : adjoint<false>(layer, cs, sn, state, self, nullptr);
+  return pare > 0.0 ? adjoint<true>(layer, turn, state, self, flags)
+                    : adjoint<false>(layer, turn, state, self, nullptr);
 }
 
 std::size_t pare_flags(const ShardLayer& layer) { return layer.n_rotations(); }
@@ -189,7 +190,8 @@ void FlatGraph::forward(std::size_t l, double cs, double sn, double* const* c) c
 
 // Each shard's sum in adjoint's order: cos entries and halves into d, pairs
 // and births into d_pairs.
-void FlatGraph::adjoint(std::size_t l, double cs, double sn, double* const* state, double* d_of) const {
+void FlatGraph::adjoint(std::size_t l, const Turn& turn, double* const* state, double* d_of) const {
+  const double cs = turn.cs, sn = turn.sn, dcs = turn.dcs, dsn = turn.dsn;
   const double inverse_cs = 1.0 / cs;
   Span at = l == 0 ? Span{} : spans_[l * shards_ - 1];
   for (std::size_t s = 0; s < shards_; ++s) {
@@ -197,13 +199,13 @@ void FlatGraph::adjoint(std::size_t l, double cs, double sn, double* const* stat
     double* own = state[s];
     double d = 0.0, d_pairs = 0.0;
     for (; at.cos_end < end.cos_end; ++at.cos_end)
-      d += unscale(own + 2 * std::size_t{cos_[at.cos_end]}, cs, sn, inverse_cs);
+      d += unscale(own + 2 * std::size_t{cos_[at.cos_end]}, cs, dcs, inverse_cs);
     for (; at.rotations_end < end.rotations_end; ++at.rotations_end) {
       const Entry& e = rotations_[at.rotations_end];
       double* x = own + 2 * std::size_t{e.a};
       double* y = state[e.other] + 2 * std::size_t{e.b};
       if (e.half)
-        d += rewind_half(x, y, cs, sn, e.sign, inverse_cs);
+        d += rewind_half(x, y, cs, sn, e.sign, inverse_cs, dcs, dsn);
       else
         d_pairs += rewind(x, y, cs, sn, e.sign);
     }

@@ -31,9 +31,10 @@ void forward_layer(const ShardLayer& layer, double cs, double sn, double* const*
 
 // Backwards on interleaved states (c_0, lambda_0, c_1, ...): c enters as the
 // layer's output and is rewound to its input; lambda enters as d f / d c_out
-// and leaves as d f / d c_in. Returns d f / d phi. A pared layer reads its
-// flags from flags->cursor, which it then advances.
-double adjoint_layer(const ShardLayer& layer, double cs, double sn, double* const* state, int self, double pare,
+// and leaves as d f / d c_in. Returns d f along the layer's scalar (d f / d
+// phi for a rotation, d f / d rate for a noise layer; see Turn). A pared
+// layer reads its flags from flags->cursor, which it then advances.
+double adjoint_layer(const ShardLayer& layer, const Turn& turn, double* const* state, int self, double pare,
                      PareFlags* flags);
 
 // Flags a pared forward sweep of `layer` records.
@@ -57,7 +58,7 @@ class FlatGraph {
   // forward_layer and adjoint_layer of layer l for every shard, in ascending
   // order; adjoint writes shard s's d f / d phi_l to d[s].
   void forward(std::size_t l, double cs, double sn, double* const* c) const;
-  void adjoint(std::size_t l, double cs, double sn, double* const* state, double* d) const;
+  void adjoint(std::size_t l, const Turn& turn, double* const* state, double* d) const;
 
  private:
   struct Entry {

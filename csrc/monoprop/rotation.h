@@ -49,21 +49,24 @@ inline double rewind(double* x, double* y, double cs, double sn, double s) {
 }
 
 // A cos scaling backwards: recovers the input (times 1 / cos, which a sweep
-// computes once a layer), returns d f / d phi.
-inline double unscale(double* x, double cs, double sn, double inverse_cs) {
+// computes once a layer), returns d f along the layer's scalar, whose
+// derivative of cos is dcs (-sin for a rotation).
+inline double unscale(double* x, double cs, double dcs, double inverse_cs) {
   const double ca = x[0] * inverse_cs;
   x[0] = ca;
-  const double d = -x[1] * sn * ca;
+  const double d = x[1] * dcs * ca;
   x[1] *= cs;
   return d;
 }
 
-// A half backwards (x rotated, y received).
-inline double rewind_half(double* x, double* y, double cs, double sn, double s, double inverse_cs) {
+// A half backwards (x rotated, y received); (dcs, dsn) as in unscale. A
+// Transfer's entries are halves with cs = 1.
+inline double rewind_half(double* x, double* y, double cs, double sn, double s, double inverse_cs, double dcs,
+                          double dsn) {
   const double ca = x[0] * inverse_cs;
   x[0] = ca;
   y[0] -= s * sn * ca;
-  const double d = -x[1] * sn * ca + y[1] * s * cs * ca;
+  const double d = x[1] * dcs * ca + y[1] * s * dsn * ca;
   x[1] = cs * x[1] + s * sn * y[1];
   return d;
 }

@@ -559,8 +559,8 @@ static void test_replay_against_plain(std::mt19937& rng) {
         const double phi = freq[l] * theta[l];
         for (std::uint32_t s = 0; s < shards; ++s) {
           if (pare > 0.0) flags[s].cursor -= pare_flags(graph[s][l]);
-          grad[l] += freq[l] * adjoint_layer(graph[s][l], std::cos(phi), std::sin(phi), ptr.data(), static_cast<int>(s),
-                                             pare, &flags[s]);
+          grad[l] += freq[l] *
+                     adjoint_layer(graph[s][l], rotation_turn(phi), ptr.data(), static_cast<int>(s), pare, &flags[s]);
         }
       }
       bool rewound = true;  // the reverse sweep ends where the forward one began

@@ -34,6 +34,7 @@ from monoprop import (  # noqa: E402
     MajoranaPropagator,
     PauliOperator,
     PauliPropagator,
+    noise,
 )
 
 WORLD = MPI.COMM_WORLD
@@ -47,9 +48,12 @@ pytestmark = pytest.mark.skipif(not monoprop.has_mpi, reason="monoprop was built
 # ---------------------------------------------------------------------------------------
 
 
-def random_problem(family: str, n: int, gates: int, seed: int, cliffords: int = 0):
+def random_problem(
+    family: str, n: int, gates: int, seed: int, cliffords: int = 0, channels: int = 0
+):
     """(observable, circuit, parameters, occupied) for a random circuit of `gates` gates,
-    with `cliffords` quarter turns of random monomials among them."""
+    with `cliffords` quarter turns of random monomials and `channels` noise channels among
+    them (half of which read their rates from the parameter vector, after the angles)."""
     rng = np.random.default_rng(seed)
 
     def term(weight: int):
@@ -82,8 +86,32 @@ def random_problem(family: str, n: int, gates: int, seed: int, cliffords: int = 
         turn = CliffordGate(operator([term(int(rng.integers(1, 4)) * step)], [1.0]), 1)
         ansatz.insert(int(rng.integers(0, len(ansatz) + 1)), turn)
     parameters = rng.uniform(-1.0, 1.0, gates)
+    rates = []
+    for k in range(channels):
+        channel = random_channel(family, k % 4, int(rng.integers(n)), n, gates + len(rates))
+        if channel.slots:
+            rates.append(rng.uniform(0.05, 0.3))
+        ansatz.insert(int(rng.integers(0, len(ansatz) + 1)), channel)
+    parameters = np.concatenate([parameters, rates])
     occupied = sorted(int(q) for q in rng.choice(n, n // 2, replace=False))
     return observable, Circuit(ansatz, n), parameters, occupied
+
+
+def random_channel(family: str, kind: int, q: int, n: int, slot: int):
+    """Channel `kind` (0..3) on qubit or mode q; kinds 0 and 1 read their rate from `slot`."""
+    if family == "pauli":
+        if kind == 0:
+            return noise.depolarizing(qubits=[q, (q + 1) % n], index=slot)
+        if kind == 1:
+            return noise.amplitude_damping(qubit=q, index=slot)
+        if kind == 2:
+            return noise.bit_flip(0.1, q)
+        return noise.pauli_lindblad([("XZ", [q, (q + 1) % n])], [0.05])
+    if kind == 0:
+        return noise.particle_loss(mode=q, index=slot)
+    if kind == 1:
+        return noise.dephasing(mode=q, index=slot)
+    return noise.particle_loss(0.1, q) if kind == 2 else noise.dephasing(0.2, q)
 
 
 def make(family: str, observable, occupied, comm, **config):
@@ -105,6 +133,24 @@ CASES = {
     # Clifford gates: a frame on every rank; truncation measures the terms in it.
     "pauli-clifford": ("pauli", {"cutoff": 3, "lower_atol": 1e-3}, {"seed": 1, "cliffords": 12}),
     "majorana-clifford": ("majorana", {"cutoff": 12, "schrodinger_cutoff": 6}, {"cliffords": 12}),
+    # Noise channels: scalings, and amplitude damping's transfers between ranks.
+    "pauli-noise": ("pauli", {"cutoff": 12}, {"channels": 12}),
+    "pauli-noise-schrodinger": (
+        "pauli",
+        {"cutoff": 12, "schrodinger_cutoff": 6},
+        {"channels": 12},
+    ),
+    "pauli-noise-informed": (
+        "pauli",
+        {"cutoff": 3, "lower_atol": 1e-3},
+        {"seed": 1, "channels": 12},
+    ),
+    "majorana-noise": ("majorana", {"cutoff": 12}, {"channels": 12}),
+    "majorana-noise-schrodinger": (
+        "majorana",
+        {"cutoff": 12, "schrodinger_cutoff": 6},
+        {"channels": 12},
+    ),
 }
 
 
@@ -153,9 +199,9 @@ def built_pair(comm, name: str, n: int = 6, gates: int = 30, seed: int = 11):
     """The same build, distributed over `comm` and alone; with the circuit's parameters."""
     family, config, options = CASES[name]
     observable, circuit, theta, occupied = random_problem(
-        family, n, gates, seed, options.get("cliffords", 0)
+        family, n, gates, seed, options.get("cliffords", 0), options.get("channels", 0)
     )
-    build = {k: v for k, v in options.items() if k not in ("seed", "cliffords")}
+    build = {k: v for k, v in options.items() if k not in ("seed", "cliffords", "channels")}
     if options.get("seed"):
         build["seed_parameters"] = theta
     props = []
@@ -210,10 +256,15 @@ def test_wide_keys_match_single_process(name):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("name", ["pauli-cutoff", "majorana-exact", "pauli-schrodinger"])
+@pytest.mark.parametrize(
+    "name",
+    ["pauli-cutoff", "majorana-exact", "pauli-schrodinger", "pauli-noise", "majorana-noise"],
+)
 def test_propagate_matches_single_process(name):
-    family, config, _ = CASES[name]
-    observable, circuit, theta, occupied = random_problem(family, 6, 30, seed=5)
+    family, config, options = CASES[name]
+    observable, circuit, theta, occupied = random_problem(
+        family, 6, 30, seed=5, channels=options.get("channels", 0)
+    )
     dist = make(family, observable, occupied, WORLD, **config)
     alone = make(family, observable, occupied, None, **config)
     for prop in (dist, alone):
