@@ -197,7 +197,7 @@ class Propagator final : public MonomialPropagator {
     // Replay buffers, kept across calls: a VQE loop replays thousands of
     // times and fresh pages would cost more than the sweep.
     mutable Column<double> c, state;
-    mutable PareFlags pare;
+    mutable ReplayTape tape;                                        // what a forward sweep keeps for the reverse one
     mutable std::vector<std::pair<std::uint32_t, double>> weights;  // nonzero weights of the value
     mutable bool weights_stale = true;
     mutable Column<std::uint16_t> lengths;  // for mp_op()
@@ -320,9 +320,11 @@ class Propagator final : public MonomialPropagator {
   // Replays (propagator_replay.h).
   bool small_replay() const;
   const FlatGraph* flat_graph(const Team& team, double pare) const;
+  std::vector<ReplayTape*> shard_tapes() const;
   std::size_t layer_work(std::size_t l) const;
   Turn layer_turn(std::size_t l, const double* theta, const std::int32_t* lp) const;
-  void replay(int t, Team& team, double* const* c, const double* theta, double pare, const std::int32_t* lp) const;
+  void replay(int t, Team& team, double* const* c, const double* theta, double pare, const std::int32_t* lp,
+              bool reverse) const;
   void replay_all(const std::vector<double>& parameters) const;
   double* spread_adjoint(int s) const;
   void replay_back(int t, Team& team, double* const* state, const double* theta, double pare, const std::int32_t* lp,

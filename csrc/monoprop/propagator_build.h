@@ -251,7 +251,7 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
             c[static_cast<std::size_t>(s)] = me.work.data();
           });
           team.sync(t);
-          replay(t, team, c.data(), old_theta.data(), 0.0, nullptr);
+          replay(t, team, c.data(), old_theta.data(), 0.0, nullptr, false);
         }
         apply_circuit(t, team, plan, seed ? &*seed : nullptr, new_shift, seed ? values.data() : nullptr, &added,
                       &added_remote, k);

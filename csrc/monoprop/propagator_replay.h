@@ -34,35 +34,49 @@ const FlatGraph* Propagator<A, W, I>::flat_graph(const Team& team, double pare) 
 
 // Replays every layer forward on the buffers c (c[s] already holds shard s's
 // starting coefficients); `lp`, when given, overrides each layer's parameter
-// index (graph order). Polls for an interrupt between layers: a replay writes
-// only its own buffers, so stopping it changes nothing that outlives it.
+// index (graph order); `reverse`: replay_back follows, and the shards' tapes
+// record what it needs (ReplayTape). Polls for an interrupt between layers: a
+// replay writes only its own buffers, so stopping it changes nothing that
+// outlives it.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const double* theta, double pare,
-                                 const std::int32_t* lp) const {
+                                 const std::int32_t* lp, bool reverse) const {
   if (t == 0) {
     maybe_fault("evaluate");
     // Both sides' inputs of every remote entry: the remote part of the tape.
     ours_.resize(remote_entries_);
     theirs_.resize(remote_entries_);
   }
-  team.each(t, [&](int s) { shards_[static_cast<std::size_t>(s)].pare.flags.clear(); });
+  team.each(t, [&](int s) {
+    const Shard& me = shards_[static_cast<std::size_t>(s)];
+    me.tape.begin(me.base.size(), reverse);
+  });
   team.sync(t);  // every shard's buffer is in place before cross entries reach into it
   const FlatGraph* flat = flat_graph(team, pare);
+  const std::vector<ReplayTape*> tapes = flat ? shard_tapes() : std::vector<ReplayTape*>{};
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Turn turn = layer_turn(l, theta, lp);
     const double cs = turn.cs, sn = turn.sn;
     if (flat)
-      flat->forward(l, cs, sn, c);
+      flat->forward(l, cs, sn, c, reverse ? tapes.data() : nullptr);
     else
       team.each(t, [&](int s) {
         const Shard& me = shards_[static_cast<std::size_t>(s)];
-        forward_layer(me.graph[l], cs, sn, c, s, pare, pare > 0.0 ? &me.pare : nullptr);
+        forward_layer(me.graph[l], cs, sn, c, s, pare, reverse ? &me.tape : nullptr);
       });
     if (const RemoteLayer& remote = remote_[l]; !remote.empty())
       remote_step(t, team, remote, cs, sn, c, 1, ours_.data() + remote.offset, theirs_.data() + remote.offset, pare);
     team.sync(t);
     interrupts_.poll(t == 0, layer_work(l));
   }
+}
+
+// Every shard's tape, for a replay of the flat graph on one thread.
+template <typename A, int W, typename I>
+std::vector<ReplayTape*> Propagator<A, W, I>::shard_tapes() const {
+  std::vector<ReplayTape*> out;
+  for (const Shard& shard : shards_) out.push_back(&shard.tape);
+  return out;
 }
 
 // Layer l's numbers at theta (per-layer indices lp, or the graph's own).
@@ -91,7 +105,7 @@ void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters) cons
       me.c = me.base;
       c[static_cast<std::size_t>(s)] = me.c.data();
     });
-    replay(t, team, c.data(), parameters.data(), 0.0, nullptr);
+    replay(t, team, c.data(), parameters.data(), 0.0, nullptr, false);
   });
 }
 
@@ -147,7 +161,7 @@ double Propagator<A, W, I>::expectation_value(const std::vector<double>& paramet
         me.c = me.base;
         c[static_cast<std::size_t>(s)] = me.c.data();
       });
-      replay(t, team, c.data(), parameters.data(), pare, lp);
+      replay(t, team, c.data(), parameters.data(), pare, lp, false);
       team.each(
           t, [&](int s) { partial[static_cast<std::size_t>(s)] = weighted_sum(s, c[static_cast<std::size_t>(s)], 1); });
     });
@@ -180,7 +194,7 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
         state[static_cast<std::size_t>(s)] = me.state.data();
         dphi[static_cast<std::size_t>(s)].assign(L, 0.0);
       });
-      replay(t, team, state.data(), parameters.data(), pare, lp);
+      replay(t, team, state.data(), parameters.data(), pare, lp, true);
       team.each(t, [&](int s) {
         partial[static_cast<std::size_t>(s)] = weighted_sum(s, state[static_cast<std::size_t>(s)], 1);
         state[static_cast<std::size_t>(s)] = spread_adjoint(s);
@@ -236,22 +250,23 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, double* const* state, c
   }
   team.each(t, [&](int s) {
     const Shard& me = shards_[static_cast<std::size_t>(s)];
-    me.pare.cursor = me.pare.flags.size();
+    me.tape.cursor = me.tape.flags.size();
   });
   team.sync(t);
   const FlatGraph* flat = flat_graph(team, pare);
+  const std::vector<ReplayTape*> tapes = flat ? shard_tapes() : std::vector<ReplayTape*>{};
   std::vector<double> d(flat ? shards_.size() : 0);
   for (std::size_t l = layers_.size(); l-- > 0;) {
     const Turn turn = layer_turn(l, theta, lp);
     if (flat) {
-      flat->adjoint(l, turn, state, d.data());
+      flat->adjoint(l, turn, state, d.data(), tapes.data());
       for (std::size_t s = 0; s < shards_.size(); ++s) dphi[s][l] = d[s];
     } else {
       team.each(t, [&](int s) {
         const Shard& me = shards_[static_cast<std::size_t>(s)];
         const ShardLayer& layer = me.graph[l];
-        if (pare > 0.0) me.pare.cursor -= pare_flags(layer);
-        dphi[static_cast<std::size_t>(s)][l] = adjoint_layer(layer, turn, state, s, pare, &me.pare);
+        if (pare > 0.0) me.tape.cursor -= pare_flags(layer);
+        dphi[static_cast<std::size_t>(s)][l] = adjoint_layer(layer, turn, state, s, pare, &me.tape);
       });
     }
     if (const RemoteLayer& remote = remote_[l]; !remote.empty()) {

@@ -50,10 +50,62 @@ void for_each_cos(const ShardLayer& layer, Apply&& apply) {
   for (std::uint32_t k = 0; k < layer.cos.count; ++k) apply(reader.cos());
 }
 
-template <bool Pared>
-void forward(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare, PareFlags* flags) {
+// A layer's side of the tape (ReplayTape) on one shard: the forward sweep
+// keeps the inputs of the scalings that clear a slot's debt, and the reverse
+// sweep takes them back in the same order.
+class Keeper {
+ public:
+  Keeper(ReplayTape* tape, unsigned shrink) : tape_(tape), shrink_(shrink) {}
+
+  void begin_forward() { tape_->starts.push_back(tape_->inputs.size()); }
+  // Slot a, holding x, is about to be scaled.
+  void scaled(std::uint32_t a, double x) {
+    std::uint8_t& debt = tape_->debt[a];
+    const unsigned after = debt + shrink_;
+    if (after < ReplayTape::kWholeBit) {
+      debt = static_cast<std::uint8_t>(after);
+      return;
+    }
+    keep(x, debt);
+    debt = 0;
+  }
+  void keep(double x, std::uint8_t owed = 0) {
+    tape_->inputs.push_back(x);
+    tape_->owed.push_back(owed);
+  }
+
+  void begin_reverse() {
+    next_ = tape_->starts.back();
+    tape_->starts.pop_back();
+  }
+  // The input of slot a's scaling, whose output is x0: kept, where the
+  // forward sweep cleared the debt, else x0 / cos.
+  double input(std::uint32_t a, double x0, double inverse_cs) {
+    std::uint8_t& debt = tape_->debt[a];
+    if (debt != 0) {
+      debt = static_cast<std::uint8_t>(debt - shrink_);
+      return x0 * inverse_cs;
+    }
+    debt = tape_->owed[next_];
+    return kept();
+  }
+  double kept() { return tape_->inputs[next_++]; }
+
+ private:
+  ReplayTape* tape_;
+  unsigned shrink_;
+  std::size_t next_ = 0;
+};
+
+template <bool Pared, bool Kept>
+void forward(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare, ReplayTape* tape) {
   double* own = c[self];
-  for_each_cos(layer, [&](std::uint32_t a) { own[a] *= cs; });
+  Keeper keeper(tape, ReplayTape::shrink(cs));
+  if constexpr (Kept) keeper.begin_forward();
+  for_each_cos(layer, [&](std::uint32_t a) {
+    if constexpr (Kept) keeper.scaled(a, own[a]);
+    own[a] *= cs;
+  });
   for (const Part& part : layer.parts) {
     double* other = c[part.shard];
     auto prefetch = [&](std::uint32_t b) { __builtin_prefetch(&other[b]); };
@@ -62,8 +114,12 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
       double& y = other[b];
       if constexpr (Pared) {
         const bool cut = pared(pare, sn, x, y);
-        flags->flags.push_back(cut);
+        if (tape) tape->flags.push_back(cut);
         if (cut) {
+          if constexpr (Kept) {
+            keeper.keep(x);
+            keeper.keep(y);
+          }
           x *= cs;
           y *= cs;
           return;
@@ -74,9 +130,10 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
     auto half = [&](std::uint32_t a, std::uint32_t b, double s) {
       double& x = own[a];
       double& y = other[b];
+      if constexpr (Kept) keeper.scaled(a, x);
       if constexpr (Pared) {
         const bool cut = pared(pare, sn, x, 0.0);
-        flags->flags.push_back(cut);
+        if (tape) tape->flags.push_back(cut);
         if (cut) {
           x *= cs;
           return;
@@ -90,33 +147,47 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
   }
 }
 
-template <bool Pared>
-double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, int self, PareFlags* flags) {
+template <bool Pared, bool Kept>
+double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, int self, ReplayTape* tape) {
   const double cs = turn.cs, sn = turn.sn, dcs = turn.dcs, dsn = turn.dsn;
   double* own = state[self];
   const double inverse_cs = 1.0 / cs;
+  Keeper keeper(tape, ReplayTape::shrink(cs));
+  if constexpr (Kept) keeper.begin_reverse();
+  auto input = [&](std::uint32_t a, const double* x) {
+    if constexpr (Kept)
+      return keeper.input(a, x[0], inverse_cs);
+    else
+      return x[0] * inverse_cs;
+  };
   double d = 0.0, d_pairs = 0.0;
-  for_each_cos(layer, [&](std::uint32_t a) { d += unscale(own + 2 * std::size_t{a}, cs, dcs, inverse_cs); });
-  std::size_t cursor = Pared ? flags->cursor : 0;
+  for_each_cos(layer, [&](std::uint32_t a) {
+    double* x = own + 2 * std::size_t{a};
+    d += unscale(x, input(a, x), cs, dcs);
+  });
+  std::size_t cursor = Pared ? tape->cursor : 0;
   for (const Part& part : layer.parts) {
     double* other = state[part.shard];
     auto prefetch = [&](std::uint32_t b) { __builtin_prefetch(other + 2 * std::size_t{b}); };
     auto pair = [&](std::uint32_t a, std::uint32_t b, double s) {
       double* x = own + 2 * std::size_t{a};
       double* y = other + 2 * std::size_t{b};
-      if (Pared && flags->flags[cursor++]) {
-        d += unscale(x, cs, dcs, inverse_cs) + unscale(y, cs, dcs, inverse_cs);
+      if (Pared && tape->flags[cursor++]) {
+        const double cx = Kept ? keeper.kept() : x[0] * inverse_cs;
+        const double cy = Kept ? keeper.kept() : y[0] * inverse_cs;
+        d += unscale(x, cx, cs, dcs) + unscale(y, cy, cs, dcs);
         return;
       }
       d_pairs += rewind(x, y, cs, sn, s);
     };
     auto half = [&](std::uint32_t a, std::uint32_t b, double s) {
       double* x = own + 2 * std::size_t{a};
-      if (Pared && flags->flags[cursor++]) {
-        d += unscale(x, cs, dcs, inverse_cs);
+      const double ca = input(a, x);
+      if (Pared && tape->flags[cursor++]) {
+        d += unscale(x, ca, cs, dcs);
         return;
       }
-      d += rewind_half(x, other + 2 * std::size_t{b}, cs, sn, s, inverse_cs, dcs, dsn);
+      d += rewind_half(x, other + 2 * std::size_t{b}, ca, cs, sn, s, dcs, dsn);
     };
     for_each_entry<true>(layer, part.births, prefetch, pair);
     for_each_entry<false>(layer, part.pairs, prefetch, pair);
@@ -128,17 +199,23 @@ double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, 
 }  // namespace
 
 void forward_layer(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare,
-                   PareFlags* flags) {
+                   ReplayTape* tape) {
+  const bool kept = tape && ReplayTape::shrink(cs) > 0;
   if (pare > 0.0)
-    forward<true>(layer, cs, sn, c, self, pare, flags);
+    kept ? forward<true, true>(layer, cs, sn, c, self, pare, tape)
+         : forward<true, false>(layer, cs, sn, c, self, pare, tape);
   else
-    forward<false>(layer, cs, sn, c, self, 0.0, nullptr);
+    kept ? forward<false, true>(layer, cs, sn, c, self, 0.0, tape)
+         : forward<false, false>(layer, cs, sn, c, self, 0.0, nullptr);
 }
 
 double adjoint_layer(const ShardLayer& layer, const Turn& turn, double* const* state, int self, double pare,
-                     PareFlags* flags) {
-  return pare > 0.0 ? adjoint<true>(layer, turn, state, self, flags)
-                    : adjoint<false>(layer, turn, state, self, nullptr);
+                     ReplayTape* tape) {
+  if (ReplayTape::shrink(turn.cs) > 0)
+    return pare > 0.0 ? adjoint<true, true>(layer, turn, state, self, tape)
+                      : adjoint<false, true>(layer, turn, state, self, tape);
+  return pare > 0.0 ? adjoint<true, false>(layer, turn, state, self, tape)
+                    : adjoint<false, false>(layer, turn, state, self, nullptr);
 }
 
 std::size_t pare_flags(const ShardLayer& layer) { return layer.n_rotations(); }
@@ -170,42 +247,62 @@ std::size_t FlatGraph::memory() const {
          spans_.capacity() * sizeof(Span);
 }
 
-void FlatGraph::forward(std::size_t l, double cs, double sn, double* const* c) const {
+void FlatGraph::forward(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes) const {
+  const unsigned shrink = ReplayTape::shrink(cs);
+  const bool kept = tapes && shrink > 0;
   Span at = l == 0 ? Span{} : spans_[l * shards_ - 1];
   for (std::size_t s = 0; s < shards_; ++s) {
     const Span end = spans_[l * shards_ + s];
     double* own = c[s];
-    for (; at.cos_end < end.cos_end; ++at.cos_end) own[cos_[at.cos_end]] *= cs;
+    Keeper keeper(kept ? tapes[s] : nullptr, shrink);
+    if (kept) keeper.begin_forward();
+    for (; at.cos_end < end.cos_end; ++at.cos_end) {
+      const std::uint32_t a = cos_[at.cos_end];
+      if (kept) keeper.scaled(a, own[a]);
+      own[a] *= cs;
+    }
     for (; at.rotations_end < end.rotations_end; ++at.rotations_end) {
       const Entry& e = rotations_[at.rotations_end];
       double& x = own[e.a];
       double& y = c[e.other][e.b];
-      if (e.half)
+      if (e.half) {
+        if (kept) keeper.scaled(e.a, x);
         receive(x, y, cs, sn, e.sign);
-      else
+      } else {
         rotate(x, y, cs, sn, e.sign);
+      }
     }
   }
 }
 
 // Each shard's sum in adjoint's order: cos entries and halves into d, pairs
 // and births into d_pairs.
-void FlatGraph::adjoint(std::size_t l, const Turn& turn, double* const* state, double* d_of) const {
+void FlatGraph::adjoint(std::size_t l, const Turn& turn, double* const* state, double* d_of,
+                        ReplayTape* const* tapes) const {
   const double cs = turn.cs, sn = turn.sn, dcs = turn.dcs, dsn = turn.dsn;
   const double inverse_cs = 1.0 / cs;
+  const unsigned shrink = ReplayTape::shrink(cs);
   Span at = l == 0 ? Span{} : spans_[l * shards_ - 1];
   for (std::size_t s = 0; s < shards_; ++s) {
     const Span end = spans_[l * shards_ + s];
     double* own = state[s];
+    Keeper keeper(tapes[s], shrink);
+    if (shrink > 0) keeper.begin_reverse();
+    auto input = [&](std::uint32_t a, const double* x) {
+      return shrink > 0 ? keeper.input(a, x[0], inverse_cs) : x[0] * inverse_cs;
+    };
     double d = 0.0, d_pairs = 0.0;
-    for (; at.cos_end < end.cos_end; ++at.cos_end)
-      d += unscale(own + 2 * std::size_t{cos_[at.cos_end]}, cs, dcs, inverse_cs);
+    for (; at.cos_end < end.cos_end; ++at.cos_end) {
+      const std::uint32_t a = cos_[at.cos_end];
+      double* x = own + 2 * std::size_t{a};
+      d += unscale(x, input(a, x), cs, dcs);
+    }
     for (; at.rotations_end < end.rotations_end; ++at.rotations_end) {
       const Entry& e = rotations_[at.rotations_end];
       double* x = own + 2 * std::size_t{e.a};
       double* y = state[e.other] + 2 * std::size_t{e.b};
       if (e.half)
-        d += rewind_half(x, y, cs, sn, e.sign, inverse_cs, dcs, dsn);
+        d += rewind_half(x, y, input(e.a, x), cs, sn, e.sign, dcs, dsn);
       else
         d_pairs += rewind(x, y, cs, sn, e.sign);
     }

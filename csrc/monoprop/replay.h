@@ -6,6 +6,8 @@
 // (c, lambda) states.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -15,27 +17,73 @@
 
 namespace monoprop {
 
-// A pared replay's flags, one per rotating entry in forward order: whether
-// paring reduced it to its cos scaling. `cursor` is where the reverse sweep
-// reads the current layer's flags from.
-struct PareFlags {
+// What a forward sweep leaves for the reverse sweep of the same replay.
+//
+// A pared replay records a flag per rotating entry, in forward order:
+// whether paring reduced it to its cos scaling; `cursor` is where the reverse
+// sweep reads the current layer's flags from.
+//
+// The reverse sweep recovers a scaled entry's input by dividing its output by
+// cos (rotation.h). The division is exact to an ulp, but the output it
+// divides was rebuilt by rewinding every later entry that reached the slot,
+// with an error of an ulp of their values; each division multiplies that
+// error by 1 / |cos|. A term that a truncated graph only scales, layer after
+// layer, shrinks by the product of those cosines, and the error of its
+// rebuilt input grows by its inverse: near a quarter turn (cos = 6e-17 at a
+// Clifford angle) at once, at cos = 0.7 within a hundred layers. So each slot
+// keeps a debt, the shrink its scalings have added since its input was last
+// kept, in sixteenths of a bit; a scaling that takes the debt to a whole bit
+// keeps its input in `inputs` (with the debt before it in `owed`) and clears
+// the debt. The reverse sweep, which meets the debts as the forward sweep
+// left them, takes a kept input where it finds a slot's debt cleared, and so
+// divides through at most a factor 2 between kept inputs. A pared pair keeps
+// both inputs in any layer that shrinks. `starts` holds where each shrinking
+// layer's inputs begin.
+struct ReplayTape {
+  static constexpr unsigned kWholeBit = 16;
+
+  // The shrink of a scaling by cs in sixteenths of a bit, rounded up, at most
+  // a whole bit; 0 for |cs| >= 1, which no division makes worse.
+  static unsigned shrink(double cs) {
+    const double a = std::abs(cs);
+    if (!(a < 1.0)) return 0;
+    if (!(a > 0.5)) return kWholeBit;
+    return std::min(kWholeBit, static_cast<unsigned>(std::ceil(-16.0 * std::log2(a))));
+  }
+
   Column<std::uint8_t> flags;
   std::size_t cursor = 0;
+  Column<double> inputs;
+  Column<std::uint8_t> owed;
+  std::vector<std::size_t> starts;
+  Column<std::uint8_t> debt;  // per slot of the shard
+
+  // Ready for a forward sweep over a shard of `slots` terms.
+  void begin(std::size_t slots, bool reverse) {
+    flags.clear();
+    inputs.clear();
+    owed.clear();
+    starts.clear();
+    if (reverse) debt.assign(slots, 0);
+  }
+  std::size_t bytes() const { return flags.bytes() + inputs.bytes() + owed.bytes() + debt.bytes(); }
 };
 
 // Forward at (cos, sin) = (cs, sn). With pare > 0 an entry whose moved weight
-// |sn| * max|c| is below pare is reduced to its cos scaling (an approximation)
-// and `flags` records it.
+// |sn| * max|c| is below pare is reduced to its cos scaling (an approximation).
+// With a tape (when a reverse sweep follows) the layer records its flags and
+// the inputs its scalings keep.
 void forward_layer(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare,
-                   PareFlags* flags);
+                   ReplayTape* tape);
 
 // Backwards on interleaved states (c_0, lambda_0, c_1, ...): c enters as the
 // layer's output and is rewound to its input; lambda enters as d f / d c_out
 // and leaves as d f / d c_in. Returns d f along the layer's scalar (d f / d
 // phi for a rotation, d f / d rate for a noise layer; see Turn). A pared
-// layer reads its flags from flags->cursor, which it then advances.
+// layer reads its flags from tape->cursor; the scalings take the inputs they
+// kept from the tape.
 double adjoint_layer(const ShardLayer& layer, const Turn& turn, double* const* state, int self, double pare,
-                     PareFlags* flags);
+                     ReplayTape* tape);
 
 // Flags a pared forward sweep of `layer` records.
 std::size_t pare_flags(const ShardLayer& layer);
@@ -57,8 +105,9 @@ class FlatGraph {
 
   // forward_layer and adjoint_layer of layer l for every shard, in ascending
   // order; adjoint writes shard s's d f / d phi_l to d[s].
-  void forward(std::size_t l, double cs, double sn, double* const* c) const;
-  void adjoint(std::size_t l, const Turn& turn, double* const* state, double* d) const;
+  // tapes[s] as in forward_layer, for every shard (null: no reverse sweep).
+  void forward(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes) const;
+  void adjoint(std::size_t l, const Turn& turn, double* const* state, double* d, ReplayTape* const* tapes) const;
 
  private:
   struct Entry {

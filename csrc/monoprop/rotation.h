@@ -3,11 +3,10 @@
 // ranks (remote.cpp). See graph.h for what each entry does.
 //
 // The reverse sweep needs each entry's inputs. A rotation is inverted by its
-// transpose. A scaling by cos is inverted by dividing by cos: for a double
-// angle cos(phi) is never 0, and the quotient is accurate to an ulp at any
-// size (only an output that underflowed to a subnormal number loses digits,
-// and such a value is below 1e-290). So no inputs are stored, except that a
-// pared replay (pare > 0) keeps one flag an entry: whether it was pared.
+// transpose. A scaling by cos is inverted by dividing by cos, or from the
+// input the forward sweep kept where dividing would lose it (ReplayTape in
+// replay.h); a pared replay (pare > 0) also keeps one flag an entry: whether
+// it was pared.
 #pragma once
 
 #include <algorithm>
@@ -48,22 +47,19 @@ inline double rewind(double* x, double* y, double cs, double sn, double s) {
   return d;
 }
 
-// A cos scaling backwards: recovers the input (times 1 / cos, which a sweep
-// computes once a layer), returns d f along the layer's scalar, whose
-// derivative of cos is dcs (-sin for a rotation).
-inline double unscale(double* x, double cs, double dcs, double inverse_cs) {
-  const double ca = x[0] * inverse_cs;
+// A cos scaling backwards, given its input ca (the output times 1 / cos, or
+// the one kept): restores it and returns d f along the layer's
+// scalar, whose derivative of cos is dcs (-sin for a rotation).
+inline double unscale(double* x, double ca, double cs, double dcs) {
   x[0] = ca;
   const double d = x[1] * dcs * ca;
   x[1] *= cs;
   return d;
 }
 
-// A half backwards (x rotated, y received); (dcs, dsn) as in unscale. A
-// Transfer's entries are halves with cs = 1.
-inline double rewind_half(double* x, double* y, double cs, double sn, double s, double inverse_cs, double dcs,
-                          double dsn) {
-  const double ca = x[0] * inverse_cs;
+// A half backwards (x rotated, y received), given x's input ca as in unscale.
+// A Transfer's entries are halves with cs = 1.
+inline double rewind_half(double* x, double* y, double ca, double cs, double sn, double s, double dcs, double dsn) {
   x[0] = ca;
   y[0] -= s * sn * ca;
   const double d = x[1] * dcs * ca + y[1] * s * dsn * ca;

@@ -534,12 +534,15 @@ static void test_replay_against_plain(std::mt19937& rng) {
     for (const double pare : {0.0, 0.3}) {
       std::vector<std::vector<double>> packed = c0, state(shards);
       std::vector<double*> ptr(shards);
-      std::vector<PareFlags> flags(shards);
-      for (std::uint32_t s = 0; s < shards; ++s) ptr[s] = packed[s].data();
+      std::vector<ReplayTape> tapes(shards);
+      for (std::uint32_t s = 0; s < shards; ++s) {
+        ptr[s] = packed[s].data();
+        tapes[s].begin(n, true);
+      }
       for (int l = 0; l < L; ++l)
         for (std::uint32_t s = 0; s < shards; ++s)
           forward_layer(graph[s][l], std::cos(freq[l] * theta[l]), std::sin(freq[l] * theta[l]), ptr.data(),
-                        static_cast<int>(s), pare, &flags[s]);
+                        static_cast<int>(s), pare, &tapes[s]);
       // The reverse sweep's (c, lambda) pairs: the forward sweep's output, and lambda = w.
       for (std::uint32_t s = 0; s < shards; ++s) {
         for (std::uint32_t i = 0; i < n; ++i) state[s].insert(state[s].end(), {packed[s][i], w[s][i]});
@@ -554,13 +557,13 @@ static void test_replay_against_plain(std::mt19937& rng) {
         CHECK(same);
       }
       std::vector<double> grad(L, 0.0);
-      for (std::uint32_t s = 0; s < shards; ++s) flags[s].cursor = flags[s].flags.size();
+      for (std::uint32_t s = 0; s < shards; ++s) tapes[s].cursor = tapes[s].flags.size();
       for (int l = L; l-- > 0;) {
         const double phi = freq[l] * theta[l];
         for (std::uint32_t s = 0; s < shards; ++s) {
-          if (pare > 0.0) flags[s].cursor -= pare_flags(graph[s][l]);
+          if (pare > 0.0) tapes[s].cursor -= pare_flags(graph[s][l]);
           grad[l] += freq[l] *
-                     adjoint_layer(graph[s][l], rotation_turn(phi), ptr.data(), static_cast<int>(s), pare, &flags[s]);
+                     adjoint_layer(graph[s][l], rotation_turn(phi), ptr.data(), static_cast<int>(s), pare, &tapes[s]);
         }
       }
       bool rewound = true;  // the reverse sweep ends where the forward one began
