@@ -1,0 +1,238 @@
+"""A saved propagator on disk: a directory holding a JSON header and arrays in ``.npy`` layout.
+
+The layout is ::
+
+    path/
+        monoprop.json     format name and version, the monoprop version that wrote it, the
+                          writer's metadata, for each array its file, dtype, shape, size and
+                          CRC-32, and a CRC-32 of the header itself
+        <name>.npy        one array each, in numpy's .npy layout (so it can be memory-mapped)
+
+Writing is atomic: everything goes into a hidden sibling directory first, is flushed to disk,
+and only then takes the place of ``path``, so a crash mid-save never replaces a good save with
+a partial one. A directory that is not a monoprop save is never overwritten.
+
+Reading checks before it returns anything: the header must name this format and a version this
+monoprop reads, every array must exist with the recorded dtype, shape and size, and its CRC-32
+must match. Any failure raises :class:`ValueError` naming the path and the problem (a missing
+path raises :class:`FileNotFoundError`). Nothing in the directory is executed: the header is
+JSON and arrays are loaded with ``allow_pickle=False``.
+
+>>> import tempfile, numpy as np
+>>> from pathlib import Path
+>>> from monoprop import archive
+>>> folder = Path(tempfile.mkdtemp()) / "saved"
+>>> archive.write(folder, {"family": "pauli"}, {"base": np.arange(3.0)})
+>>> meta, arrays = archive.read(folder)
+>>> meta["family"], arrays["base"].tolist()
+('pauli', [0.0, 1.0, 2.0])
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "read", "write"]
+
+FORMAT = "monoprop-propagator"
+FORMAT_VERSION = 1
+HEADER = "monoprop.json"
+
+# Array names become file names: no separators, no hidden files, nothing a shell would expand.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_CHUNK = 1 << 24  # bytes a checksum reads at a time
+
+
+def write(
+    path: str | os.PathLike, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
+) -> None:
+    """Saves ``meta`` (JSON-serialisable) and numeric ``arrays`` as the directory ``path``.
+
+    Replaces an earlier save at ``path`` atomically; refuses with :class:`FileExistsError` if
+    ``path`` exists and is not a monoprop save, and with :class:`ValueError` for an array name
+    that cannot be a file name or an array of objects.
+    """
+    target = Path(path)
+    for name, array in arrays.items():
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ValueError(
+                f"array name {name!r} is not a plain file name; use letters, digits, '_', '.', '-'"
+            )
+        if np.asarray(array).dtype.hasobject:
+            raise ValueError(
+                f"array {name!r} holds Python objects; only numeric arrays can be saved"
+            )
+    if target.exists() and not (target / HEADER).is_file():
+        raise FileExistsError(
+            f"{target} exists and is not a monoprop save; choose another path or remove it first"
+        )
+    json.dumps(meta, allow_nan=False)  # refuses what JSON cannot hold, before anything is written
+    staging = target.parent / f".{target.name}.saving-{uuid.uuid4().hex[:12]}"
+    staging.mkdir(parents=True)
+    try:
+        entries = {}
+        for name, array in arrays.items():
+            data = np.asarray(array, order="C")
+            file = staging / f"{name}.npy"
+            with open(file, "wb") as out:
+                np.save(out, data, allow_pickle=False)
+                out.flush()
+                os.fsync(out.fileno())
+            entries[name] = {
+                "file": file.name,
+                "dtype": data.dtype.str,
+                "shape": list(data.shape),
+                "bytes": file.stat().st_size,
+                "crc32": _crc32(file),
+            }
+        header = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "monoprop_version": _version(),
+            "meta": meta,
+            "arrays": entries,
+        }
+        header["crc32"] = _header_crc32(header)
+        with open(staging / HEADER, "w", encoding="utf-8") as out:
+            out.write(json.dumps(header, allow_nan=False, indent=1))
+            out.flush()
+            os.fsync(out.fileno())
+        _replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def read(
+    path: str | os.PathLike, *, mmap: bool = False
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The metadata and arrays of the save at ``path``, every array checked against its CRC-32.
+
+    With ``mmap=True`` the arrays are read-only memory maps of the files (checked all the same).
+    """
+    folder = Path(path)
+    if not folder.exists():
+        raise FileNotFoundError(f"no monoprop save at {folder}{_interrupted_hint(folder)}")
+    header_file = folder / HEADER
+    if not folder.is_dir() or not header_file.is_file():
+        raise ValueError(f"{folder} is not a monoprop save: it has no {HEADER}")
+    try:
+        header = json.loads(header_file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{header_file} is damaged: it is not valid JSON ({error})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ValueError(f"{folder} is not a monoprop save: its header names no {FORMAT!r} format")
+    version = header.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ValueError(f"{header_file} is damaged: format_version {version!r} is not an integer")
+    if version > FORMAT_VERSION:
+        raise ValueError(
+            f"{folder} has format version {version}, written by monoprop "
+            f"{header.get('monoprop_version')!r}; this monoprop ({_version()}) reads up to version "
+            f"{FORMAT_VERSION}: upgrade monoprop to load it"
+        )
+    if version < 1:
+        raise ValueError(f"{header_file} is damaged: format_version {version} is below 1")
+    if header.pop("crc32", None) != _header_crc32(header):
+        raise ValueError(f"{header_file} fails its checksum (the header is corrupted)")
+    entries = header.get("arrays")
+    if not isinstance(entries, dict) or not isinstance(header.get("meta"), dict):
+        raise ValueError(f"{header_file} is damaged: it lacks the 'arrays' or 'meta' table")
+    return header["meta"], {
+        name: _load(folder, name, entry, mmap) for name, entry in entries.items()
+    }
+
+
+def _load(folder: Path, name: str, entry: Any, mmap: bool) -> np.ndarray:
+    where = f"{folder}: array {name!r}"
+    if not isinstance(entry, dict) or not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"{where} has a damaged header entry")
+    if entry.get("file") != f"{name}.npy":
+        raise ValueError(f"{where} names the file {entry.get('file')!r}, not {name + '.npy'!r}")
+    file = folder / entry["file"]
+    if not file.is_file():
+        raise ValueError(f"{where}: {file.name} is missing")
+    size = file.stat().st_size
+    if size != entry.get("bytes"):
+        raise ValueError(
+            f"{where}: {file.name} has {size} bytes, the header records "
+            f"{entry.get('bytes')} (truncated?)"
+        )
+    if _crc32(file) != entry.get("crc32"):
+        raise ValueError(f"{where}: {file.name} fails its checksum (the file is corrupted)")
+    try:
+        array = np.load(file, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise ValueError(f"{where}: {file.name} is not a readable .npy file ({error})") from None
+    if array.dtype.str != entry.get("dtype") or list(array.shape) != entry.get("shape"):
+        raise ValueError(
+            f"{where} is {array.dtype.str} {list(array.shape)}, "
+            f"the header records {entry.get('dtype')} {entry.get('shape')}"
+        )
+    return array
+
+
+def _crc32(file: Path) -> int:
+    crc = 0
+    with open(file, "rb") as stream:
+        while chunk := stream.read(_CHUNK):
+            crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def _header_crc32(header: dict[str, Any]) -> int:
+    """Of the header's canonical JSON (sorted keys, no spaces), so that layout does not count."""
+    return zlib.crc32(json.dumps(header, sort_keys=True, separators=(",", ":")).encode())
+
+
+def _replace(staging: Path, target: Path) -> None:
+    """Moves the finished save into place. An earlier save is renamed aside first and removed
+    after; a crash between the two renames leaves it aside (``read`` says where)."""
+    if target.exists():
+        aside = target.parent / f".{target.name}.replaced-{uuid.uuid4().hex[:12]}"
+        os.replace(target, aside)
+        os.replace(staging, target)
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.replace(staging, target)
+    _sync_directory(target.parent)
+
+
+def _sync_directory(folder: Path) -> None:
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return  # platforms without directory descriptors
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _interrupted_hint(folder: Path) -> str:
+    aside = (
+        sorted(folder.parent.glob(f".{folder.name}.replaced-*")) if folder.parent.is_dir() else []
+    )
+    if not aside:
+        return ""
+    return (
+        f"; a save there was interrupted, and the previous save is at {aside[-1]}: rename it back"
+    )
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
