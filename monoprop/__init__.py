@@ -34,6 +34,7 @@ from .majorana_propagator import MajoranaPropagator
 from .monomial_propagator import MonomialPropagator
 from .pauli import Pauli, PauliOperator
 from .pauli_propagator import PauliPropagator
+from .persistence import load
 
 # The package version, read from here by the build (pyproject.toml, CMakeLists.txt); a constant,
 # so that importing monoprop costs no package-metadata lookup (50 ms, 4 MB).
@@ -65,6 +66,7 @@ __all__ = [
     "integrals_to_fermion",
     "is_antihermitian",
     "jordan_wigner_basis_change",
+    "load",
     "noise",
     "validate_parameter_mapping",
 ]

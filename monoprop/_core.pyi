@@ -7,7 +7,7 @@ import monoprop.core_arrays
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Engine', 'MAX_NUM_MODES', 'antihermitian_generator_correction', 'has_mpi', 'is_antihermitian', 'mpi_library_version', 'thread_budget_from_environment']
+__all__: list[str] = ['Engine', 'MAX_NUM_MODES', 'antihermitian_generator_correction', 'has_mpi', 'is_antihermitian', 'mpi_library_version', 'restore_engine', 'thread_budget_from_environment']
 class Engine:
     """
     One propagator's compiled state (internal).
@@ -78,6 +78,10 @@ class Engine:
     def propagate(self, layers: monoprop.core_arrays.LayerArrays, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], only_rotate_len_k: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
         """
         Evolve the operand through ``layers`` at the circuit's ``parameters``; records no graph.
+        """
+    def save_state(self) -> dict:
+        """
+        The whole propagator as named numpy arrays, for restore_engine.
         """
     def set_parameter_mapping(self, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
         ...
@@ -166,6 +170,10 @@ def is_antihermitian(indices: collections.abc.Sequence[typing.Any]) -> bool:
 def mpi_library_version() -> str:
     """
     The MPI library this build links (empty without MPI), to compare with mpi4py's.
+    """
+def restore_engine(arrays: dict, *, comm_handle: typing.SupportsInt | typing.SupportsIndex | None = None) -> Engine:
+    """
+    The engine that Engine.save_state() described, with this process's thread count.
     """
 def thread_budget_from_environment() -> int:
     """

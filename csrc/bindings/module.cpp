@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <complex>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -51,6 +52,39 @@ struct LayerArrays {
   TurnArray quarter_turns;
   std::optional<NoiseArrays> noise;
 };
+
+// A saved state's arrays as numpy arrays (copies), by name.
+py::dict arrays_of(const SavedState& state) {
+  py::dict out;
+  for (const auto& [name, a] : state.arrays) {
+    const py::dtype dtype(std::string("<") + a.kind + std::to_string(a.itemsize));
+    std::vector<py::ssize_t> shape(a.shape.begin(), a.shape.end());
+    py::array array(dtype, shape);
+    if (!a.bytes.empty()) std::memcpy(array.mutable_data(), a.bytes.data(), a.bytes.size());
+    out[py::str(name)] = array;
+  }
+  return out;
+}
+
+// The reverse: numeric arrays only, in their own dtype and C order.
+SavedState state_of(const py::dict& arrays) {
+  SavedState state;
+  for (const auto& [key, value] : arrays) {
+    const auto name = key.cast<std::string>();
+    const py::array array = py::array::ensure(value, py::array::c_style);
+    const char kind = array ? array.dtype().kind() : '?';
+    if (!array || (kind != 'u' && kind != 'i' && kind != 'f') ||
+        (array.itemsize() > 1 && array.dtype().byteorder() == '>'))
+      throw ArgumentError("saved array '" + name + "' is not a little-endian numeric array.");
+    SavedArray& a = state.arrays[name];
+    a.kind = kind;
+    a.itemsize = static_cast<int>(array.itemsize());
+    for (py::ssize_t d = 0; d < array.ndim(); ++d) a.shape.push_back(static_cast<std::size_t>(array.shape(d)));
+    a.bytes.resize(static_cast<std::size_t>(array.nbytes()));
+    if (!a.bytes.empty()) std::memcpy(a.bytes.data(), array.data(), a.bytes.size());
+  }
+  return state;
+}
 
 }  // namespace
 
@@ -524,6 +558,9 @@ address of an mpi4py communicator's MPI_Comm.)doc");
     d["frequency"] = frozen(g.frequency);
     return d;
   });
+  cls.def(
+      "save_state", [](const MonomialPropagator& self) { return arrays_of(self.save_state()); },
+      "The whole propagator as named numpy arrays, for restore_engine.");
   cls.def("parameter_mapping", &MonomialPropagator::parameter_mapping);
   cls.def("layer_gates", &MonomialPropagator::layer_gates);
   cls.def("set_parameter_mapping", &MonomialPropagator::set_parameter_mapping, py::arg("mapping"));
@@ -554,4 +591,18 @@ address of an mpi4py communicator's MPI_Comm.)doc");
       "upper_atol", [](MonomialPropagator& self) { return self.truncation().upper_atol; },
       py::cpp_function([](MonomialPropagator& self, std::optional<double> v) { self.truncation().upper_atol = v; },
                        py::arg("self"), py::arg("value")));
+
+  // After Engine, so that its signature names the class.
+  m.def(
+      "restore_engine",
+      [](const py::dict& arrays, std::optional<std::uintptr_t> comm_handle) {
+        const SavedState state = state_of(arrays);
+        mpi::Comm comm;
+        if (comm_handle) comm = mpi::Comm::from_handle(reinterpret_cast<const void*>(*comm_handle));
+        auto engine = restore_propagator(state, std::move(comm));
+        engine->set_interrupt_check(&python_signal_pending);
+        return engine;
+      },
+      py::arg("arrays"), py::kw_only(), py::arg("comm_handle") = py::none(),
+      "The engine that Engine.save_state() described, with this process's thread count.");
 }

@@ -56,11 +56,35 @@ class CliffordFrame {
     std::vector<Signed> backward(backward_.size());
     for (std::size_t s = 0; s < backward_.size(); ++s) backward[s] = map(turn({unit(s), 1}, g, (4 - k) & 3), backward_);
     backward_ = std::move(backward);
-    shifted_ = Key{};
-    for (std::size_t s = 0; s < forward_.size(); ++s) {
-      shift_[s] = unpaired(forward_[s].key) ^ unpaired(unit(s));
-      if (!shift_[s].is_identity()) shifted_.set(static_cast<std::uint32_t>(s));
+    reshift();
+  }
+
+  // The tables F and F^-1, one signed image a slot (empty: the identity).
+  const std::vector<Signed>& forward_table() const { return forward_; }
+  const std::vector<Signed>& backward_table() const { return backward_; }
+  // Takes saved tables; false (and the frame unchanged) unless they are both
+  // empty, or one image a slot each with F^-1(F(s)) = s for every slot.
+  bool restore(std::vector<Signed> forward, std::vector<Signed> backward) {
+    const auto n = static_cast<std::size_t>(slots_);
+    if (forward.size() != backward.size() || (!forward.empty() && forward.size() != n)) return false;
+    for (std::size_t s = 0; s < forward.size(); ++s)
+      for (const Signed* image : {&forward[s], &backward[s]}) {
+        if (image->key.is_identity()) return false;
+        for (std::size_t past = n; past < 64 * std::size_t{W}; ++past)
+          if (image->key.test(static_cast<std::uint32_t>(past))) return false;
+      }
+    try {
+      for (std::size_t s = 0; s < forward.size(); ++s) {
+        const Signed back = map(forward[s], backward);
+        if (!(back.key == unit(s)) || back.sign != 1) return false;
+      }
+    } catch (const std::logic_error&) {
+      return false;
     }
+    forward_ = std::move(forward);
+    backward_ = std::move(backward);
+    if (!forward_.empty()) reshift();
+    return true;
   }
 
   // Whether F(y) is fully paired (a product of Z's, or of complete Majorana
@@ -99,6 +123,15 @@ class CliffordFrame {
       out.words[w] = odd | (odd << 1);
     }
     return out;
+  }
+  // The per-slot shifts paired() reads, from the forward table.
+  void reshift() {
+    shift_.assign(static_cast<std::size_t>(slots_), Key{});
+    shifted_ = Key{};
+    for (std::size_t s = 0; s < forward_.size(); ++s) {
+      shift_[s] = unpaired(forward_[s].key) ^ unpaired(unit(s));
+      if (!shift_[s].is_identity()) shifted_.set(static_cast<std::uint32_t>(s));
+    }
   }
   void start() {
     shift_.assign(static_cast<std::size_t>(slots_), Key{});

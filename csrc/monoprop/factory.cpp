@@ -1,4 +1,5 @@
 // Chooses the key width (64-bit words) and the algebra at construction.
+#include <cmath>
 #include <string>
 
 #include "propagator.h"
@@ -34,6 +35,42 @@ std::unique_ptr<MonomialPropagator> make_propagator(Config config, BasisChange b
   if (config.family == Family::Pauli)
     return with_width<PauliAlgebra>(std::move(config), std::move(basis_change), logical, family);
   return with_width<MajoranaAlgebra>(std::move(config), std::move(basis_change), logical, family);
+}
+
+std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, mpi::Comm comm) {
+  Config config;
+  const auto family = state.scalar<std::uint8_t>("family");
+  const auto basis = state.scalar<std::uint8_t>("basis");
+  if (family > 1 || basis > 1) throw ArgumentError("the save is damaged: it names an unknown algebra.");
+  config.family = static_cast<Family>(family);
+  config.num_modes = state.scalar<std::int32_t>("num_modes");
+  if (config.num_modes <= 0 || config.num_modes > kMaxNumModes || state.scalar<std::int32_t>("threads") <= 0)
+    throw ArgumentError("the save is damaged: its mode or thread count is out of range.");
+  for (const std::int32_t mode : state.get<std::int32_t>("occupied")) config.occupied.push_back(mode);
+  if (const auto cutoff = state.scalar<std::int32_t>("schrodinger_cutoff"); cutoff >= 0)
+    config.schrodinger_cutoff = cutoff;
+  Truncation& t = config.truncation;
+  t.cutoff = state.scalar<std::int64_t>("cutoff");
+  const auto type = state.scalar<std::uint8_t>("cutoff_type");
+  if (t.cutoff < 0 || type > 1) throw ArgumentError("the save is damaged: its cutoff is out of range.");
+  t.type = static_cast<CutoffType>(type);
+  // NaN: not set.
+  if (const double a = state.scalar<double>("lower_atol"); !std::isnan(a)) t.lower_atol = a;
+  if (const double a = state.scalar<double>("upper_atol"); !std::isnan(a)) t.upper_atol = a;
+  config.comm = std::move(comm);
+  BasisChange change;
+  const auto slots = state.get<std::uint32_t>("basis_change_slots");
+  std::uint64_t from = 0;
+  for (const std::uint64_t end : state.get<std::uint64_t>("basis_change_ends")) {
+    if (end < from || end > slots.size()) throw ArgumentError("the save is damaged: its basis change is.");
+    change.emplace_back(slots.begin() + static_cast<std::ptrdiff_t>(from),
+                        slots.begin() + static_cast<std::ptrdiff_t>(end));
+    from = end;
+  }
+  const int logical = state.scalar<std::int32_t>("logical_num_modes");
+  if (config.family == Family::Pauli)
+    return with_width<PauliAlgebra>(std::move(config), std::move(change), logical, static_cast<Family>(basis), state);
+  return with_width<MajoranaAlgebra>(std::move(config), std::move(change), logical, static_cast<Family>(basis), state);
 }
 
 }  // namespace monoprop

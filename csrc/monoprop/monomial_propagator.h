@@ -26,6 +26,7 @@
 #include "hash_index.h"
 #include "interrupt.h"
 #include "noise.h"
+#include "saved_state.h"
 
 namespace monoprop {
 
@@ -163,6 +164,12 @@ class MonomialPropagator {
   virtual std::vector<std::int32_t> layer_gates() const = 0;
   virtual void set_parameter_mapping(const std::vector<std::int32_t>& per_layer) = 0;
   virtual MemoryUsage memory() const = 0;
+  // The whole propagator as named arrays (saved_state.h); restore_propagator
+  // turns them back into a propagator whose replays are bitwise this one's.
+  // Subclasses of their own (decorators) refuse unless they forward it.
+  virtual SavedState save_state() const {
+    throw UsageError("this propagator type cannot be saved; forward save_state() to the propagator it wraps.");
+  }
 
   // Raw layout of the sole shard: only when T = 1 (whatever the rank count);
   // with T > 1 they throw MultiShardUnsupported and change nothing. An
@@ -309,5 +316,12 @@ class MonomialPropagator {
 std::unique_ptr<MonomialPropagator> make_propagator(Config config, BasisChange basis_change = {},
                                                     std::optional<int> logical_num_modes = {},
                                                     std::optional<Family> basis = {});
+
+// The propagator a save_state() described, with this process's thread count
+// (monoprop_NUM_THREADS, else the OpenMP default): at the saved count its
+// replays are bitwise the saved propagator's, at another its terms are dealt
+// to the shards anew. ArgumentError when the state is damaged or not a
+// propagator's.
+std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, mpi::Comm comm = {});
 
 }  // namespace monoprop

@@ -54,6 +54,9 @@ class Propagator final : public MonomialPropagator {
   using Frame = CliffordFrame<Algebra, W>;
 
   Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis);
+  // The propagator `state` describes (propagator_state.h); `config` carries
+  // its settings and T.
+  Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis, const SavedState& state);
 
   std::unique_ptr<MonomialPropagator> clone_() const override {
     check_valid();
@@ -96,6 +99,7 @@ class Propagator final : public MonomialPropagator {
   std::vector<std::int32_t> layer_gates() const override;
   void set_parameter_mapping(const std::vector<std::int32_t>& per_layer) override;
   MemoryUsage memory() const override;
+  SavedState save_state() const override;
 
  protected:
   std::size_t apply_initial_operator_(const std::vector<Term>& terms) override;
@@ -105,6 +109,17 @@ class Propagator final : public MonomialPropagator {
   GraphData graph_data_() const override;
 
  private:
+  // Settings, empty shards and frames, the reference state: what both public
+  // constructors begin with.
+  struct Bare {};
+  Propagator(Bare, Config config, BasisChange basis_change, int logical_num_modes, Family basis);
+  void restore(const SavedState& state);
+  std::vector<Key> saved_keys(const SavedState& state, const std::string& name, const std::string& what) const;
+  void restore_shards(const SavedState& state);
+  Graph restore_graph(const SavedState& state, std::size_t s, const std::vector<std::size_t>& sizes) const;
+  void reshard_layer(const std::vector<Graph>& graphs, std::size_t l,
+                     const std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>>& moved);
+
   // What the owner of a partner found, for the shard that asked.
   enum class Answer : std::uint8_t {
     Born,         // absent: appended as a new term
@@ -379,4 +394,5 @@ class Propagator final : public MonomialPropagator {
 #include "propagator_build.h"
 #include "propagator_replay.h"
 #include "propagator_setup.h"
+#include "propagator_state.h"
 #include "propagator_terms.h"

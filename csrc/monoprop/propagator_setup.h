@@ -15,7 +15,7 @@ inline std::int32_t mapped_count(const std::vector<std::int32_t>& mapping) {
 }
 
 template <typename A, int W, typename I>
-Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis)
+Propagator<A, W, I>::Propagator(Bare, Config config, BasisChange basis_change, int logical_num_modes, Family basis)
     : MonomialPropagator(std::move(config), std::move(basis_change), logical_num_modes, basis),
       routing_((config_.comm.check_thread("construction"), config_.comm), num_threads_, 2 * config_.num_modes),
       rank_(config_.comm.rank()),
@@ -32,6 +32,12 @@ Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int log
                           ".");
     occupied_.set(2 * static_cast<std::uint32_t>(mode));
   }
+}
+
+template <typename A, int W, typename I>
+Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis)
+    : Propagator(Bare{}, std::move(config), std::move(basis_change), logical_num_modes, basis) {
+  const int n = config_.num_modes;
   std::vector<std::pair<Key, double>> terms;
   for (const Term& t : config_.initial_operator) terms.emplace_back(key_of(t.slots), t.coefficient);
 
@@ -45,6 +51,13 @@ Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int log
       accumulate(key, h);
   }
   for (Shard& shard : shards_) shard.n_base = shard.keys.size();
+}
+
+template <typename A, int W, typename I>
+Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis,
+                                const SavedState& state)
+    : Propagator(Bare{}, std::move(config), std::move(basis_change), logical_num_modes, basis) {
+  restore(state);
 }
 
 template <typename A, int W, typename I>

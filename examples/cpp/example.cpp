@@ -124,6 +124,7 @@ class CountingPropagator final : public MonomialPropagator {
     });
   }
   monoprop::MemoryUsage memory() const override { return check_valid(), inner_->memory(); }
+  monoprop::SavedState save_state() const override { return check_valid(), inner_->save_state(); }
 
  protected:
   // Returns this rank's share of the update: the engine's answer.

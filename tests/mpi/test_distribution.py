@@ -429,3 +429,29 @@ def test_commroute_when_shifts_span_fewer_bits(capfd):
 def test_wrong_comm_type_is_a_type_error():
     with pytest.raises(TypeError, match="mpi4py communicator"):
         PauliPropagator(PauliOperator({"ZZ": 1.0}, 2), [], cutoff=4, comm="COMM_WORLD")
+
+
+@pytest.mark.mpi
+def test_saving_is_refused_across_ranks_and_works_on_one(tmp_path):
+    """With more than one rank every rank refuses to save before writing anything, and to load;
+    on one rank the save loads back onto the communicator, bitwise."""
+    import monoprop
+
+    dist, alone, theta, _ = built_pair(WORLD, "pauli-noise", gates=12)
+    before = dist.expectation_value_and_gradient(theta)
+    path = tmp_path / f"rank{WORLD.Get_rank()}"
+    if WORLD.Get_size() > 1:
+        with pytest.raises(RuntimeError, match=r"distributed over \d+ ranks is not supported yet"):
+            dist.save(path)
+        assert not path.exists()
+        alone_path = tmp_path / "alone"
+        alone.save(alone_path)
+        with pytest.raises(RuntimeError, match=r"loading onto \d+ ranks is not supported yet"):
+            monoprop.load(alone_path, comm=WORLD)
+        after = dist.expectation_value_and_gradient(theta)
+        assert after[0] == before[0] and after[1].tobytes() == before[1].tobytes()
+        return
+    dist.save(path)
+    loaded = monoprop.load(path, comm=WORLD)
+    value, gradient = loaded.expectation_value_and_gradient(theta)
+    assert value == before[0] and gradient.tobytes() == before[1].tobytes()

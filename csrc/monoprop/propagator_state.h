@@ -1,0 +1,446 @@
+// Propagator: its whole state as named arrays (saved_state.h), and the
+// propagator rebuilt from them. Included by propagator.h only.
+//
+// What is saved is what the operations read: per shard the keys in slot
+// order (the graph names slots), the coefficients a replay starts from and
+// the graph's layers as their encoded bytes and sections; the layers'
+// parameters and noise; the Clifford frames; the Schrodinger observable; the
+// settings and counters. What can be derived is rebuilt: the hash index and
+// bit columns of every store, the entry counts, the replay caches. A load
+// checks what it reads against itself (every key in the shard that owns it,
+// no key twice, every graph entry inside its bytes and naming held slots),
+// so a damaged save is refused, never replayed out of bounds.
+#pragma once
+
+#include <cmath>
+#include <string>
+
+#include "saved_state.h"
+
+namespace monoprop {
+
+namespace state_io {
+
+// Words of a saved Section (count, offset, length, partners, base, width)
+// and of a saved Part (shard, then births, pairs and halves).
+inline constexpr std::size_t kSectionWords = 6, kPartWords = 1 + 3 * kSectionWords;
+
+inline std::string shard_name(std::size_t s, const char* what) { return "shard" + std::to_string(s) + "." + what; }
+
+[[noreturn]] inline void damaged(const std::string& what) { throw ArgumentError("the save is damaged: " + what + "."); }
+
+// Checks that a section's entries decode inside their bytes, in ascending a
+// below `own`, with partners below `other`: `kind` 0 for cos entries, 1 for
+// births (partners base, base + 1, ...), 2 for pairs and halves.
+inline void check_section(const ShardLayer& layer, const Section& s, int kind, std::size_t own, std::size_t other,
+                          const std::string& where) {
+  const std::size_t end = layer.bytes.size() - kPadding;
+  const std::size_t stop = std::size_t{s.offset} + s.length;
+  if (s.offset > s.partners || s.partners > stop || stop > end) damaged(where + " has a section outside its bytes");
+  if (s.width > 4 || (kind == 2 && s.count > 0 && s.width == 0)) damaged(where + " has a partner width above 4");
+  if (std::size_t{s.width} * s.count != stop - s.partners) damaged(where + " has partners that do not fit");
+  if (kind == 1 && std::size_t{s.base} + s.count > other) damaged(where + " has births past the partner shard");
+  std::size_t p = s.offset;
+  std::uint32_t a = 0;  // wraps like SectionReader's: entries need not ascend
+  for (std::uint32_t k = 0; k < s.count; ++k) {
+    std::uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+      if (p >= s.partners || shift > 35) damaged(where + " has an entry that does not decode");
+      const std::uint8_t byte = layer.bytes[p++];
+      v |= std::uint64_t{byte & 0x7fu} << shift;
+      if (byte < 0x80) break;
+    }
+    a += static_cast<std::uint32_t>(kind == 0 ? v : v >> 1);
+    if (a >= own) damaged(where + " names a slot its shard does not hold");
+    if (kind == 2) {
+      std::uint32_t b = 0;
+      for (int i = 0; i < s.width; ++i)
+        b |= std::uint32_t{layer.bytes[s.partners + std::size_t{s.width} * k + static_cast<std::size_t>(i)]} << (8 * i);
+      if (b >= other) damaged(where + " names a partner its shard does not hold");
+    }
+  }
+  if (p != s.partners) damaged(where + " has bytes its entries do not account for");
+}
+
+}  // namespace state_io
+
+template <typename A, int W, typename I>
+SavedState Propagator<A, W, I>::save_state() const {
+  return guarded("save", [&] {
+    if (config_.comm.distributed())
+      throw UsageError("saving a propagator distributed over " + std::to_string(config_.comm.size()) +
+                       " ranks is not supported yet; save a propagator built in one process.");
+    SavedState out;
+    out.put_scalar("family", static_cast<std::uint8_t>(A::family));
+    out.put_scalar("num_modes", static_cast<std::int32_t>(config_.num_modes));
+    out.put_scalar("threads", static_cast<std::int32_t>(num_threads_));
+    out.put_scalar("logical_num_modes", static_cast<std::int32_t>(logical_num_modes_));
+    out.put_scalar("basis", static_cast<std::uint8_t>(basis_));
+    out.put_scalar("schrodinger_cutoff", static_cast<std::int32_t>(config_.schrodinger_cutoff.value_or(-1)));
+    const Truncation& t = config_.truncation;
+    out.put_scalar("cutoff", t.cutoff);
+    out.put_scalar("cutoff_type", static_cast<std::uint8_t>(t.type));
+    // NaN stands for "not set": a set tolerance is never NaN.
+    out.put_scalar("lower_atol", t.lower_atol.value_or(std::nan("")));
+    out.put_scalar("upper_atol", t.upper_atol.value_or(std::nan("")));
+    std::vector<std::int32_t> occupied(config_.occupied.begin(), config_.occupied.end());
+    out.put("occupied", occupied);
+    std::vector<std::uint32_t> change_slots;
+    std::vector<std::uint64_t> change_ends;
+    for (const auto& image : basis_change_) {
+      change_slots.insert(change_slots.end(), image.begin(), image.end());
+      change_ends.push_back(change_slots.size());
+    }
+    out.put("basis_change_slots", change_slots);
+    out.put("basis_change_ends", change_ends);
+    out.put_scalar("n_parameters", n_parameters_);
+    out.put_scalar("n_gates", n_gates_);
+    out.put_scalar("core", core_);
+    out.put_scalar("generation", generation_);
+
+    const std::size_t L = layers_.size();
+    // One array a field of the layers.
+    auto column = [&](const char* name, auto field) {
+      std::vector<decltype(field(LayerInfo{}))> values;
+      for (const LayerInfo& layer : layers_) values.push_back(field(layer));
+      out.put(name, values);
+    };
+    column("layer.parameter", [](const LayerInfo& x) { return x.parameter; });
+    column("layer.gate", [](const LayerInfo& x) { return x.gate; });
+    column("layer.frequency", [](const LayerInfo& x) { return x.frequency; });
+    column("layer.noise_kind", [](const LayerInfo& x) { return static_cast<std::uint8_t>(x.noise.kind); });
+    column("layer.noise_form", [](const LayerInfo& x) { return static_cast<std::uint8_t>(x.noise.form); });
+    column("layer.noise_patterns", [](const LayerInfo& x) { return x.noise.patterns; });
+    column("layer.noise_alpha", [](const LayerInfo& x) { return x.noise.alpha; });
+    column("layer.noise_beta", [](const LayerInfo& x) { return x.noise.beta; });
+    column("layer.noise_lowest", [](const LayerInfo& x) { return x.noise.lowest; });
+    column("layer.noise_highest", [](const LayerInfo& x) { return x.noise.highest; });
+
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+      const Shard& shard = shards_[s];
+      const std::size_t n = shard.keys.size();
+      out.put(state_io::shard_name(s, "keys"), n ? shard.keys.row(0) : nullptr, {n, std::size_t{W}});
+      out.put(state_io::shard_name(s, "base"), shard.base.data(), {shard.base.size()});
+      out.put_scalar(state_io::shard_name(s, "n_base"), static_cast<std::uint64_t>(shard.n_base));
+      std::vector<std::uint8_t> bytes;
+      std::vector<std::uint64_t> byte_ends, part_ends;
+      std::vector<std::uint32_t> cos, parts;
+      auto section = [](std::vector<std::uint32_t>& to, const Section& x) {
+        to.insert(to.end(), {x.count, x.offset, x.length, x.partners, x.base, std::uint32_t{x.width}});
+      };
+      for (const ShardLayer& layer : shard.graph) {
+        bytes.insert(bytes.end(), layer.bytes.begin(), layer.bytes.end());
+        byte_ends.push_back(bytes.size());
+        section(cos, layer.cos);
+        for (const Part& part : layer.parts) {
+          parts.push_back(part.shard);
+          section(parts, part.births);
+          section(parts, part.pairs);
+          section(parts, part.halves);
+        }
+        part_ends.push_back(parts.size() / state_io::kPartWords);
+      }
+      out.put(state_io::shard_name(s, "graph_bytes"), bytes);
+      out.put(state_io::shard_name(s, "graph_byte_ends"), byte_ends);
+      out.put(state_io::shard_name(s, "graph_cos"), cos.data(), {L, state_io::kSectionWords});
+      out.put(state_io::shard_name(s, "graph_part_ends"), part_ends);
+      out.put(state_io::shard_name(s, "graph_parts"), parts.data(),
+              {parts.size() / state_io::kPartWords, state_io::kPartWords});
+    }
+
+    auto put_frame = [&](const std::string& name, const Frame& frame) {
+      for (const bool forward : {true, false}) {
+        const auto& table = forward ? frame.forward_table() : frame.backward_table();
+        std::vector<std::uint64_t> keys;
+        std::vector<std::int8_t> signs;
+        for (const auto& image : table) {
+          keys.insert(keys.end(), image.key.words.begin(), image.key.words.end());
+          signs.push_back(static_cast<std::int8_t>(image.sign));
+        }
+        const std::string side = name + (forward ? ".forward" : ".backward");
+        out.put(side + "_keys", keys.data(), {table.size(), std::size_t{W}});
+        out.put(side + "_signs", signs);
+      }
+    };
+    put_frame("frame", frame_);
+    put_frame("start_frame", start_frame_);
+    const std::size_t m = observable_keys_.size();
+    out.put("observable.keys", m ? observable_keys_.row(0) : nullptr, {m, std::size_t{W}});
+    out.put("observable.coefficients", observable_coefficients_.data(), {observable_coefficients_.size()});
+    return out;
+  });
+}
+
+// The settings were restored by the constructor; this fills the rest.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::restore(const SavedState& state) {
+  // Every rank refuses alike, before anything is communicated after the routing.
+  if (config_.comm.distributed())
+    throw UsageError("loading onto " + std::to_string(config_.comm.size()) +
+                     " ranks is not supported yet; load in one process (comm=None or a one-rank communicator).");
+  const std::size_t slots = 2 * static_cast<std::size_t>(config_.num_modes);
+  n_parameters_ = state.scalar<std::int32_t>("n_parameters");
+  n_gates_ = state.scalar<std::int32_t>("n_gates");
+  core_ = state.scalar<double>("core");
+  generation_ = state.scalar<std::uint64_t>("generation");
+  if (n_parameters_ < 0 || n_gates_ < 0) state_io::damaged("a negative parameter or gate count");
+
+  auto parameter = state.get<std::int32_t>("layer.parameter");
+  const std::size_t L = parameter.size();
+  auto column = [&](auto tag, const char* name) {
+    auto v = state.get<decltype(tag)>(name);
+    if (v.size() != L) state_io::damaged(std::string("'") + name + "' has another length than the layers");
+    return v;
+  };
+  const auto gate = column(std::int32_t{}, "layer.gate");
+  const auto frequency = column(double{}, "layer.frequency");
+  const auto kind = column(std::uint8_t{}, "layer.noise_kind");
+  const auto form = column(std::uint8_t{}, "layer.noise_form");
+  const auto patterns = column(std::uint16_t{}, "layer.noise_patterns");
+  const auto alpha = column(double{}, "layer.noise_alpha");
+  const auto beta = column(double{}, "layer.noise_beta");
+  const auto lowest = column(double{}, "layer.noise_lowest");
+  const auto highest = column(double{}, "layer.noise_highest");
+  for (std::size_t l = 0; l < L; ++l) {
+    LayerInfo layer;
+    layer.parameter = parameter[l];
+    layer.gate = gate[l];
+    layer.frequency = frequency[l];
+    if (kind[l] > 3 || form[l] > 2) state_io::damaged("layer " + std::to_string(l) + " is of an unknown kind");
+    layer.noise = {static_cast<LayerKind>(kind[l]),
+                   static_cast<RateForm>(form[l]),
+                   patterns[l],
+                   alpha[l],
+                   beta[l],
+                   lowest[l],
+                   highest[l]};
+    const std::int32_t least = layer.noise.rotation() ? 0 : -1;
+    if (layer.parameter < least || layer.parameter >= n_parameters_ || layer.gate < least ||
+        !std::isfinite(layer.frequency))
+      state_io::damaged("layer " + std::to_string(l) + " reads a parameter outside the saved parameter axis");
+    layers_.push_back(layer);
+  }
+  remote_.assign(L, RemoteLayer{});
+
+  restore_shards(state);
+
+  const std::vector<std::string> frames = {"frame", "start_frame"};
+  for (const std::string& name : frames) {
+    std::vector<typename Frame::Signed> tables[2];
+    for (int side = 0; side < 2; ++side) {
+      const std::string prefix = name + (side == 0 ? ".forward" : ".backward");
+      const auto keys = saved_keys(state, prefix + "_keys", "'" + prefix + "'");
+      const auto signs = state.get<std::int8_t>(prefix + "_signs");
+      if (signs.size() != keys.size() || (!signs.empty() && signs.size() != slots))
+        state_io::damaged("'" + prefix + "' is not a table of one image a slot");
+      for (std::size_t i = 0; i < signs.size(); ++i) {
+        if (signs[i] != 1 && signs[i] != -1) state_io::damaged("'" + prefix + "' has a sign other than +-1");
+        tables[side].push_back({keys[i], signs[i]});
+      }
+    }
+    Frame& frame = name == "frame" ? frame_ : start_frame_;
+    if (!frame.restore(std::move(tables[0]), std::move(tables[1])))
+      state_io::damaged("'" + name + "' is not a Clifford frame and its inverse");
+  }
+  for (const Key& key : saved_keys(state, "observable.keys", "the observable")) {
+    if (observable_keys_.find(key) != Keys::kEmpty) state_io::damaged("the observable holds a key twice");
+    observable_keys_.reserve_for(1);
+    observable_keys_.append(key);
+  }
+  const auto h = state.get<double>("observable.coefficients");
+  if (h.size() != observable_keys_.size()) state_io::damaged("the observable's keys and coefficients differ in length");
+  observable_coefficients_.append(h.data(), h.size());
+  for (const Shard& shard : shards_)
+    for (const ShardLayer& layer : shard.graph) entries_ += layer.n_cos() + layer.n_rotations();
+  release_scratch();
+}
+
+// A saved store's keys, each checked to lie below the last slot.
+template <typename A, int W, typename I>
+std::vector<typename Propagator<A, W, I>::Key> Propagator<A, W, I>::saved_keys(const SavedState& state,
+                                                                               const std::string& name,
+                                                                               const std::string& what) const {
+  const auto rows = state.get<std::uint64_t>(name, W);
+  const std::size_t slots = 2 * static_cast<std::size_t>(config_.num_modes);
+  std::vector<Key> keys(rows.size() / W);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    for (std::size_t w = 0; w < W; ++w) keys[i].words[w] = rows[W * i + w];
+    for (std::size_t s = slots; s < 64 * std::size_t{W}; ++s)
+      if (keys[i].test(static_cast<std::uint32_t>(s))) state_io::damaged(what + " holds a key past the last slot");
+  }
+  return keys;
+}
+
+// The shards and their graphs. Saved with this T, every key goes back to its
+// slot (the graph names slots). Saved with another T, the terms are dealt to
+// the shards that own them now, those held before the graph first (n_base),
+// and every graph entry is re-encoded between the slots its terms moved to.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::restore_shards(const SavedState& state) {
+  const auto saved_threads = static_cast<std::size_t>(state.scalar<std::int32_t>("threads"));
+  const bool same = saved_threads == shards_.size();
+  struct Saved {
+    std::vector<Key> keys;
+    std::vector<double> base;
+    std::size_t n_base = 0;
+  };
+  std::vector<Saved> saved(saved_threads);
+  std::vector<std::size_t> sizes;
+  for (std::size_t s = 0; s < saved_threads; ++s) {
+    const std::string where = "shard " + std::to_string(s);
+    saved[s].keys = saved_keys(state, state_io::shard_name(s, "keys"), where);
+    saved[s].base = state.get<double>(state_io::shard_name(s, "base"));
+    saved[s].n_base = state.scalar<std::uint64_t>(state_io::shard_name(s, "n_base"));
+    if (saved[s].base.size() != saved[s].keys.size())
+      state_io::damaged(where + " has keys and coefficients of different lengths");
+    if (saved[s].n_base > saved[s].keys.size()) state_io::damaged(where + " has n_base past its terms");
+    sizes.push_back(saved[s].keys.size());
+  }
+  std::vector<Graph> graphs;
+  for (std::size_t s = 0; s < saved_threads; ++s) graphs.push_back(restore_graph(state, s, sizes));
+
+  // Where each saved term goes: (shard, slot) now; first its shard, so that
+  // every store is sized once.
+  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> moved(saved_threads);
+  std::vector<std::size_t> counts(shards_.size());
+  for (std::size_t s = 0; s < saved_threads; ++s) {
+    moved[s].resize(sizes[s]);
+    for (std::size_t i = 0; i < sizes[s]; ++i) {
+      moved[s][i].first = static_cast<std::uint32_t>(owner(saved[s].keys[i].hash()));
+      ++counts[moved[s][i].first];
+    }
+  }
+  for (std::size_t t = 0; t < shards_.size(); ++t) {
+    shards_[t].keys.reserve_for(counts[t]);
+    shards_[t].base.reserve(counts[t]);
+  }
+  for (const bool before_graph : {true, false})
+    for (std::size_t s = 0; s < saved_threads; ++s)
+      for (std::size_t i = 0; i < sizes[s]; ++i) {
+        if ((i < saved[s].n_base) != before_graph) continue;
+        const Key& key = saved[s].keys[i];
+        const std::size_t t = moved[s][i].first;
+        if (same && t != s) state_io::damaged("shard " + std::to_string(s) + " holds a key of another shard");
+        Shard& shard = shards_[t];
+        if (shard.keys.find(key) != Keys::kEmpty) state_io::damaged("a key is held twice");
+        moved[s][i].second = static_cast<std::uint32_t>(shard.keys.size());
+        shard.keys.append(key);
+        shard.base.push_back(saved[s].base[i]);
+        if (before_graph) shard.n_base = shard.keys.size();
+      }
+  if (same) {
+    for (std::size_t s = 0; s < saved_threads; ++s) shards_[s].graph = std::move(graphs[s]);
+    return;
+  }
+  for (std::size_t l = 0; l < layers_.size(); ++l) reshard_layer(graphs, l, moved);
+}
+
+// Layer l of the saved shards' graphs, re-encoded between the slots `moved`
+// gives (births become pairs: their partners are no longer consecutive).
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::reshard_layer(
+    const std::vector<Graph>& graphs, std::size_t l,
+    const std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>>& moved) {
+  struct Entry {
+    std::uint32_t a, b;
+    int sign;
+  };
+  const std::size_t T = shards_.size();
+  std::vector<std::vector<std::uint32_t>> cos(T);
+  std::vector<std::vector<std::vector<Entry>>> pairs(T, std::vector<std::vector<Entry>>(T)), halves = pairs;
+  for (std::size_t s = 0; s < graphs.size(); ++s) {
+    const DecodedLayer decoded = decode(graphs[s][l]);
+    for (const std::uint32_t a : decoded.cos) cos[moved[s][a].first].push_back(moved[s][a].second);
+    for (const bool half : {false, true})
+      for (const DecodedEntry& e : half ? decoded.halves : decoded.pairs) {
+        const auto [ta, a] = moved[s][e.a];
+        const auto [tb, b] = moved[e.other][e.b];
+        (half ? halves : pairs)[ta][tb].push_back({a, b, e.sign});
+      }
+  }
+  SectionWriter writer;
+  for (std::size_t t = 0; t < T; ++t) {
+    ShardLayer layer;
+    std::sort(cos[t].begin(), cos[t].end());
+    writer.start();
+    for (const std::uint32_t a : cos[t]) writer.cos(a);
+    writer.append_to(layer.bytes, layer.cos);
+    for (std::size_t o = 0; o < T; ++o) {
+      if (pairs[t][o].empty() && halves[t][o].empty()) continue;
+      Part part;
+      part.shard = static_cast<std::uint32_t>(o);
+      writer.start();
+      writer.append_to(layer.bytes, part.births);
+      for (const bool half : {false, true}) {
+        std::vector<Entry>& entries = (half ? halves : pairs)[t][o];
+        std::sort(entries.begin(), entries.end(), [](const Entry& x, const Entry& y) { return x.a < y.a; });
+        writer.start(slot_width(shards_[o].keys.size()));
+        for (const Entry& e : entries) writer.pair(e.a, e.b, e.sign);
+        writer.append_to(layer.bytes, half ? part.halves : part.pairs);
+      }
+      layer.parts.push_back(part);
+    }
+    SectionWriter::finish(layer.bytes);
+    shards_[t].graph.push_back(std::move(layer));
+  }
+}
+
+template <typename A, int W, typename I>
+Graph Propagator<A, W, I>::restore_graph(const SavedState& state, std::size_t s,
+                                         const std::vector<std::size_t>& sizes) const {
+  Graph graph;
+  const std::string where = "shard " + std::to_string(s);
+  const auto bytes = state.get<std::uint8_t>(state_io::shard_name(s, "graph_bytes"));
+  const auto byte_ends = state.get<std::uint64_t>(state_io::shard_name(s, "graph_byte_ends"));
+  const auto cos = state.get<std::uint32_t>(state_io::shard_name(s, "graph_cos"), state_io::kSectionWords);
+  const auto part_ends = state.get<std::uint64_t>(state_io::shard_name(s, "graph_part_ends"));
+  const auto parts = state.get<std::uint32_t>(state_io::shard_name(s, "graph_parts"), state_io::kPartWords);
+  const std::size_t L = layers_.size();
+  if (byte_ends.size() != L || part_ends.size() != L || cos.size() != L * state_io::kSectionWords)
+    state_io::damaged(where + " has another number of graph layers than the graph");
+  auto section = [](const std::uint32_t* x) {
+    Section out;
+    out.count = x[0];
+    out.offset = x[1];
+    out.length = x[2];
+    out.partners = x[3];
+    out.base = x[4];
+    out.width = static_cast<std::uint8_t>(std::min<std::uint32_t>(x[5], 255));  // above 4: refused
+    return out;
+  };
+  std::uint64_t byte = 0, part = 0;
+  for (std::size_t l = 0; l < L; ++l) {
+    const std::string at = where + " layer " + std::to_string(l);
+    if (byte_ends[l] < byte || byte_ends[l] > bytes.size() || byte_ends[l] - byte < kPadding || part_ends[l] < part ||
+        part_ends[l] * state_io::kPartWords > parts.size())
+      state_io::damaged(at + " lies outside the saved graph");
+    ShardLayer layer;
+    layer.bytes.assign(bytes.begin() + static_cast<std::ptrdiff_t>(byte),
+                       bytes.begin() + static_cast<std::ptrdiff_t>(byte_ends[l]));
+    for (std::size_t k = layer.bytes.size() - kPadding; k < layer.bytes.size(); ++k)
+      if (layer.bytes[k] != 0) state_io::damaged(at + " lacks its padding");
+    layer.cos = section(&cos[l * state_io::kSectionWords]);
+    state_io::check_section(layer, layer.cos, 0, sizes[s], 0, at);
+    for (; part < part_ends[l]; ++part) {
+      const std::uint32_t* x = &parts[part * state_io::kPartWords];
+      if (x[0] >= sizes.size()) state_io::damaged(at + " names a shard past the last");
+      Part p;
+      p.shard = x[0];
+      p.births = section(x + 1);
+      p.pairs = section(x + 1 + state_io::kSectionWords);
+      p.halves = section(x + 1 + 2 * state_io::kSectionWords);
+      const std::size_t other = sizes[p.shard];
+      state_io::check_section(layer, p.births, 1, sizes[s], other, at);
+      state_io::check_section(layer, p.pairs, 2, sizes[s], other, at);
+      state_io::check_section(layer, p.halves, 2, sizes[s], other, at);
+      layer.parts.push_back(p);
+    }
+    byte = byte_ends[l];
+    graph.push_back(std::move(layer));
+  }
+  if (byte != bytes.size() || part * state_io::kPartWords != parts.size())
+    state_io::damaged(where + " has graph bytes past its last layer");
+  return graph;
+}
+
+}  // namespace monoprop
