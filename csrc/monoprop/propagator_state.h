@@ -322,12 +322,21 @@ void Propagator<A, W, I>::restore_shards(const SavedState& state) {
         const std::size_t t = moved[s][i].first;
         if (same && t != s) state_io::damaged("shard " + std::to_string(s) + " holds a key of another shard");
         Shard& shard = shards_[t];
-        if (shard.keys.find(key) != Keys::kEmpty) state_io::damaged("a key is held twice");
         moved[s][i].second = static_cast<std::uint32_t>(shard.keys.size());
-        shard.keys.append(key);
+        shard.keys.append_unindexed(key);
         shard.base.push_back(saved[s].base[i]);
         if (before_graph) shard.n_base = shard.keys.size();
       }
+  // Indexed in bulk; a key held twice is then found at its first slot only.
+  for (Shard& shard : shards_) {
+    Keys& keys = shard.keys;
+    keys.index_appended(0, [&](std::size_t slot) { return keys.key(slot).hash(); });
+    lookup_all(
+        keys, keys.size(), [&](std::size_t slot) { return keys.key(slot); },
+        [&](std::size_t slot, auto found, std::uint64_t) {
+          if (found != slot) state_io::damaged("a key is held twice");
+        });
+  }
   if (same) {
     for (std::size_t s = 0; s < saved_threads; ++s) shards_[s].graph = std::move(graphs[s]);
     return;
