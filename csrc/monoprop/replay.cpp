@@ -62,7 +62,7 @@ class Keeper {
   void scaled(std::uint32_t a, double x) {
     std::uint8_t& debt = tape_->debt[a];
     const unsigned after = debt + shrink_;
-    if (after < ReplayTape::kWholeBit) {
+    if (after < ReplayTape::kBudget) {
       debt = static_cast<std::uint8_t>(after);
       return;
     }

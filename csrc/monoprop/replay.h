@@ -32,23 +32,25 @@ namespace monoprop {
 // rebuilt input grows by its inverse: near a quarter turn (cos = 6e-17 at a
 // Clifford angle) at once, at cos = 0.7 within a hundred layers. So each slot
 // keeps a debt, the shrink its scalings have added since its input was last
-// kept, in sixteenths of a bit; a scaling that takes the debt to a whole bit
+// kept, in sixteenths of a bit; a scaling that takes the debt to kBudget
 // keeps its input in `inputs` (with the debt before it in `owed`) and clears
 // the debt. The reverse sweep, which meets the debts as the forward sweep
 // left them, takes a kept input where it finds a slot's debt cleared, and so
-// divides through at most a factor 2 between kept inputs. A pared pair keeps
+// divides through at most a factor 2^8 between kept inputs: an error of a
+// few hundred ulps at most, while a budget of one bit kept inputs every few
+// layers at generic angles, a cost on every truncated graph. A pared pair keeps
 // both inputs in any layer that shrinks. `starts` holds where each shrinking
 // layer's inputs begin.
 struct ReplayTape {
-  static constexpr unsigned kWholeBit = 16;
+  static constexpr unsigned kBudget = 8 * 16;  // 8 bits, in sixteenths; fits the uint8 debt with one more shrink
 
   // The shrink of a scaling by cs in sixteenths of a bit, rounded up, at most
-  // a whole bit; 0 for |cs| >= 1, which no division makes worse.
+  // the budget; 0 for |cs| >= 1, which no division makes worse.
   static unsigned shrink(double cs) {
     const double a = std::abs(cs);
     if (!(a < 1.0)) return 0;
-    if (!(a > 0.5)) return kWholeBit;
-    return std::min(kWholeBit, static_cast<unsigned>(std::ceil(-16.0 * std::log2(a))));
+    if (!(a > 1.0 / 256)) return kBudget;
+    return std::min(kBudget, static_cast<unsigned>(std::ceil(-16.0 * std::log2(a))));
   }
 
   Column<std::uint8_t> flags;
