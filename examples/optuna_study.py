@@ -31,12 +31,21 @@ built with MONOPROP_MPI=ON):
 
 With --multi-objective the study trades energy against graph entries (the cost of one replay)
 and prints the Pareto front.
+
+With --graphs DIR each trial's first graph is kept in DIR, named after the settings that decide
+it (monoprop.optimize.load_or_build): a trial with settings already seen, the replay of the best
+trials at the end, and a trial retried after its worker died load the graph instead of building
+it, and the retried trial finishes the build the dead worker left checkpointed. Share DIR
+between workers (a shared file system on a cluster):
+
+    python examples/optuna_study.py --max-trials 40 --graphs graphs/
 """
 
 from __future__ import annotations
 
 import argparse
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import optuna
@@ -46,7 +55,7 @@ from optuna.trial import TrialState
 from vqe_tfim import ansatz, tfim_hamiltonian  # this script's folder is on sys.path
 
 from monoprop import PauliOperator, PauliPropagator
-from monoprop.optimize import minimize, run_study
+from monoprop.optimize import load_or_build, minimize, run_study
 
 
 def ground_energy(n: int, field: float) -> float:
@@ -56,7 +65,7 @@ def ground_energy(n: int, field: float) -> float:
     return -float(np.linalg.svd(bidiagonal, compute_uv=False).sum())
 
 
-def make_problem(trial, hamiltonian: PauliOperator, ground: float, comm) -> tuple:
+def make_problem(trial, hamiltonian: PauliOperator, ground: float, comm, graphs=None) -> tuple:
     """The trial's propagator, starting point and minimize settings."""
     n = hamiltonian.num_qubits
     layers = trial.suggest_int("layers", 1, 4)
@@ -66,8 +75,11 @@ def make_problem(trial, hamiltonian: PauliOperator, ground: float, comm) -> tupl
     maxiter = trial.suggest_int("maxiter", 50, 300, step=50)
     circuit = ansatz(n, layers)
 
+    def fresh() -> PauliPropagator:
+        return PauliPropagator(hamiltonian, [], cutoff=max_weight, lower_atol=lower_atol, comm=comm)
+
     def propagator(seed_parameters: np.ndarray) -> PauliPropagator:
-        prop = PauliPropagator(hamiltonian, [], cutoff=max_weight, lower_atol=lower_atol, comm=comm)
+        prop = fresh()
         prop.build_graph(circuit, seed_parameters=seed_parameters)
         return prop
 
@@ -85,12 +97,21 @@ def make_problem(trial, hamiltonian: PauliOperator, ground: float, comm) -> tupl
         "reseed_every": 10,
         "callback": check,
     }
-    return propagator(x0), x0, settings
+    if graphs is None:
+        return propagator(x0), x0, settings
+    # The graph at x0 is decided by these settings alone: its file is named after them.
+    name = f"tfim{n}-layers{layers}-weight{max_weight}-atol{lower_atol!r}"
+    first = load_or_build(Path(graphs) / name, fresh, circuit, comm=comm, seed_parameters=x0)
+    return first, x0, settings
 
 
-def untruncated_energy(params: dict, hamiltonian: PauliOperator, ground: float, comm) -> float:
+def untruncated_energy(
+    params: dict, hamiltonian: PauliOperator, ground: float, comm, graphs=None
+) -> float:
     """Replay the trial with ``params`` and evaluate its angles without truncation."""
-    prop, x0, settings = make_problem(optuna.trial.FixedTrial(params), hamiltonian, ground, comm)
+    prop, x0, settings = make_problem(
+        optuna.trial.FixedTrial(params), hamiltonian, ground, comm, graphs
+    )
     angles = minimize(prop, x0, **settings).x
     n = hamiltonian.num_qubits
     exact = PauliPropagator(hamiltonian, [], cutoff=n, comm=comm)  # weight <= n: no truncation
@@ -153,6 +174,9 @@ def main() -> None:
     parser.add_argument("--field", type=float, default=1.0, help="transverse field h (J = 1)")
     parser.add_argument("--seed", type=int, default=None, help="sampler seed (one worker)")
     parser.add_argument("--mpi", action="store_true", help="one worker over MPI.COMM_WORLD")
+    parser.add_argument(
+        "--graphs", default=None, help="a directory where workers keep and share built graphs"
+    )
     args = parser.parse_args()
 
     comm = None
@@ -169,7 +193,9 @@ def main() -> None:
         print(f"TFIM chain, {n} qubits, h = {args.field}: ground energy {ground:.10f}")
 
     study = run_study(
-        partial(make_problem, hamiltonian=hamiltonian, ground=ground, comm=comm),
+        partial(
+            make_problem, hamiltonian=hamiltonian, ground=ground, comm=comm, graphs=args.graphs
+        ),
         n_trials=30 if args.trials is None and args.max_trials is None else args.trials,
         max_trials=args.max_trials,
         timeout=args.timeout,
@@ -184,7 +210,7 @@ def main() -> None:
     if comm is not None:  # every rank takes part in the replays
         best = comm.bcast(best, root=0)
     for trial in best:
-        check = untruncated_energy(trial.params, hamiltonian, ground, comm)
+        check = untruncated_energy(trial.params, hamiltonian, ground, comm, args.graphs)
         if root:
             print(
                 f"  trial {trial.number}: energy {trial.values[0]:.10f}, untruncated "

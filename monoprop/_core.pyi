@@ -43,6 +43,10 @@ class Engine:
         """
         The evolved coefficients of ``terms`` (their own coefficients are ignored), 0 where absent.
         """
+    def continue_graph(self, layers: monoprop.core_arrays.LayerArrays, seed_parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] | None = None, only_rotate_len_k: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
+        """
+        Append more layers of the circuit the last ``build_graph`` began (its parameters and gates are on the axes already); ``seed_parameters`` is the full parameter vector.
+        """
     def contract(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], inplace: bool) -> numpy.typing.NDArray[numpy.float64]:
         """
         Fold the graph at ``parameters`` into the operand; returns the coefficients in store order.
@@ -171,9 +175,9 @@ def mpi_library_version() -> str:
     """
     The MPI library this build links (empty without MPI), to compare with mpi4py's.
     """
-def restore_engine(arrays: dict, *, comm_handle: typing.SupportsInt | typing.SupportsIndex | None = None) -> Engine:
+def restore_engine(arrays: dict, *, comm_handle: typing.SupportsInt | typing.SupportsIndex | None = None, threads: typing.SupportsInt | typing.SupportsIndex | None = None) -> Engine:
     """
-    The engine that Engine.save_state() described, with this process's thread count.
+    The engine that Engine.save_state() described, with ``threads`` shards, else this process's thread count.
     """
 def thread_budget_from_environment() -> int:
     """

@@ -12,6 +12,19 @@ Writing is atomic: everything goes into a hidden sibling directory first, is flu
 and only then takes the place of ``path``, so a crash mid-save never replaces a good save with
 a partial one. A directory that is not a monoprop save is never overwritten.
 
+A save made by several processes together (one part each, as the ranks of an MPI job save a
+distributed propagator) is a directory of parts, each a save as above, and a header that lists
+them with the CRC-32 of each part's header ::
+
+    path/
+        monoprop.json     as above, with no arrays, and "parts": {name: header CRC-32}
+        <part>/           one save per part
+
+One process opens it with :func:`begin`, each writes its part with :func:`write` into the
+directory :func:`begin` returned, and the first, once all have, calls :func:`commit`, which
+writes the header and puts the directory in place of ``path`` at once. :func:`read_part` reads
+one part and checks that it is the part the header lists, so that parts of two saves never mix.
+
 Reading checks before it returns anything: the header must name this format and a version this
 monoprop reads, every array must exist with the recorded dtype, shape and size, and its CRC-32
 must match. Any failure raises :class:`ValueError` naming the path and the problem (a missing
@@ -42,7 +55,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "read", "write"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "abort",
+    "begin",
+    "check_writable",
+    "commit",
+    "read",
+    "parts",
+    "read_part",
+    "write",
+]
 
 FORMAT = "monoprop-propagator"
 FORMAT_VERSION = 1
@@ -72,10 +96,7 @@ def write(
             raise ValueError(
                 f"array {name!r} holds Python objects; only numeric arrays can be saved"
             )
-    if target.exists() and not (target / HEADER).is_file():
-        raise FileExistsError(
-            f"{target} exists and is not a monoprop save; choose another path or remove it first"
-        )
+    check_writable(target)
     json.dumps(meta, allow_nan=False)  # refuses what JSON cannot hold, before anything is written
     staging = target.parent / f".{target.name}.saving-{uuid.uuid4().hex[:12]}"
     staging.mkdir(parents=True)
@@ -95,22 +116,73 @@ def write(
                 "bytes": file.stat().st_size,
                 "crc32": _crc32(file),
             }
-        header = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "monoprop_version": _version(),
-            "meta": meta,
-            "arrays": entries,
-        }
-        header["crc32"] = _header_crc32(header)
-        with open(staging / HEADER, "w", encoding="utf-8") as out:
-            out.write(json.dumps(header, allow_nan=False, indent=1))
-            out.flush()
-            os.fsync(out.fileno())
+        _write_header(staging, meta, entries)
         _replace(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def begin(path: str | os.PathLike) -> Path:
+    """A hidden directory beside ``path`` for the parts of a save by several processes; refuses
+    as :func:`write` does. :func:`commit` puts it in place of ``path``, :func:`abort` removes
+    it."""
+    target = Path(path)
+    check_writable(target)
+    staging = target.parent / f".{target.name}.saving-{uuid.uuid4().hex[:12]}"
+    staging.mkdir(parents=True)
+    return staging
+
+
+def commit(
+    staging: Path, path: str | os.PathLike, meta: Mapping[str, Any], parts: list[str]
+) -> None:
+    """Lists ``parts`` (each a save written into ``staging``) in a header with ``meta``, then
+    moves ``staging`` into place of ``path`` atomically."""
+    recorded = {}
+    for name in parts:
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ValueError(f"part name {name!r} is not a plain file name")
+        recorded[name] = _read_header(staging / name)["crc32"]
+    _write_header(staging, meta, {}, recorded)
+    _replace(staging, Path(path))
+
+
+def abort(staging: Path) -> None:
+    """Removes what :func:`begin` made, with whatever parts are in it."""
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """:class:`FileExistsError` if ``path`` exists and is not a monoprop save, which
+    :func:`write` would refuse to replace."""
+    target = Path(path)
+    if target.exists() and not (target / HEADER).is_file():
+        raise FileExistsError(
+            f"{target} exists and is not a monoprop save; choose another path or remove it first"
+        )
+
+
+def _write_header(
+    folder: Path,
+    meta: Mapping[str, Any],
+    entries: dict[str, Any],
+    parts: dict[str, int] | None = None,
+) -> None:
+    header = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "monoprop_version": _version(),
+        "meta": meta,
+        "arrays": entries,
+    }
+    if parts is not None:
+        header["parts"] = parts
+    header["crc32"] = _header_crc32(header)
+    with open(folder / HEADER, "w", encoding="utf-8") as out:
+        out.write(json.dumps(header, allow_nan=False, indent=1))
+        out.flush()
+        os.fsync(out.fileno())
 
 
 def read(
@@ -119,8 +191,45 @@ def read(
     """The metadata and arrays of the save at ``path``, every array checked against its CRC-32.
 
     With ``mmap=True`` the arrays are read-only memory maps of the files (checked all the same).
+    A save in parts has no arrays of its own: its metadata is returned, and :func:`parts`
+    names the parts.
     """
     folder = Path(path)
+    header = _read_header(folder)
+    return header["meta"], {
+        name: _load(folder, name, entry, mmap) for name, entry in header["arrays"].items()
+    }
+
+
+def parts(path: str | os.PathLike) -> list[str]:
+    """The parts of the save at ``path`` (empty for a save made by one process)."""
+    return sorted(_read_header(Path(path)).get("parts", {}))
+
+
+def read_part(
+    path: str | os.PathLike, name: str, *, mmap: bool = False
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The part ``name`` of the save in parts at ``path``, as :func:`read` gives a save; a
+    part missing, or not the one the save's header lists, raises :class:`ValueError`."""
+    folder = Path(path)
+    listed = _read_header(folder).get("parts", {})
+    if name not in listed:
+        raise ValueError(f"{folder} has no part {name!r}; its parts are {sorted(listed)}")
+    part = folder / name
+    if not part.exists():
+        raise ValueError(f"{folder}: its part {name!r} is missing")
+    header = _read_header(part)
+    if header["crc32"] != listed[name]:
+        raise ValueError(
+            f"{part} is not the part its save lists (the parts are of different saves)"
+        )
+    return header["meta"], {
+        array: _load(part, array, entry, mmap) for array, entry in header["arrays"].items()
+    }
+
+
+def _read_header(folder: Path) -> dict[str, Any]:
+    """The checked header of the save at ``folder``, its own CRC-32 under "crc32"."""
     if not folder.exists():
         raise FileNotFoundError(f"no monoprop save at {folder}{_interrupted_hint(folder)}")
     header_file = folder / HEADER
@@ -143,14 +252,17 @@ def read(
         )
     if version < 1:
         raise ValueError(f"{header_file} is damaged: format_version {version} is below 1")
-    if header.pop("crc32", None) != _header_crc32(header):
+    crc = header.pop("crc32", None)
+    if crc != _header_crc32(header):
         raise ValueError(f"{header_file} fails its checksum (the header is corrupted)")
     entries = header.get("arrays")
     if not isinstance(entries, dict) or not isinstance(header.get("meta"), dict):
         raise ValueError(f"{header_file} is damaged: it lacks the 'arrays' or 'meta' table")
-    return header["meta"], {
-        name: _load(folder, name, entry, mmap) for name, entry in entries.items()
-    }
+    listed = header.get("parts", {})
+    if not isinstance(listed, dict) or not all(isinstance(c, int) for c in listed.values()):
+        raise ValueError(f"{header_file} is damaged: its 'parts' table is not one of checksums")
+    header["crc32"] = crc
+    return header
 
 
 def _load(folder: Path, name: str, entry: Any, mmap: bool) -> np.ndarray:

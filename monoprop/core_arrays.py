@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import chain
 from typing import Any
 
@@ -243,6 +243,35 @@ class LayerArrays:
 
     def __len__(self) -> int:
         return len(self.terms)
+
+    def rows(self, start: int, stop: int) -> LayerArrays:
+        """Layers ``start .. stop - 1``, on the whole circuit's parameter and gate axes.
+
+        >>> layers = LayerArrays(TermArrays([0, 3], [0, 1, 2], [1.0, 0.5]), [0, 1], [0, 1], 2, 2)
+        >>> part = layers.rows(1, 2)
+        >>> part.terms.keys(), part.parameters.tolist(), part.n_parameters
+        ([(3,)], [1], 2)
+        """
+        offsets = self.terms.offsets
+        terms = TermArrays(
+            self.terms.slots[offsets[start] : offsets[stop]],
+            offsets[start : stop + 1] - offsets[start],
+            self.terms.coefficients[start:stop],
+        )
+        noise = None
+        if self.noise is not None:
+            noise = NoiseArrays(
+                *(getattr(self.noise, f.name)[start:stop] for f in fields(NoiseArrays))
+            )
+        return LayerArrays(
+            terms,
+            self.parameters[start:stop],
+            self.gates[start:stop],
+            self.n_parameters,
+            self.n_gates,
+            self.quarter_turns[start:stop],
+            noise,
+        )
 
 
 # -- checks -------------------------------------------------------------------------------

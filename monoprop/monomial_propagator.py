@@ -11,6 +11,7 @@ anything changes.
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import sys
 import warnings
@@ -23,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from . import _core
+from . import _core, checkpointed_build
 from .arguments import (
     ParameterValues,
     cutoff_value,
@@ -160,6 +161,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             comm_handle=comm_handle,
         )
         self._comm = comm  # the engine uses its handle: keep the communicator alive
+        self._build: checkpointed_build.BuildRecord | None = None  # a checkpointed build
 
     # -- front-end hooks --------------------------------------------------------------------
 
@@ -195,6 +197,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         seed_parameters: ParameterValues = None,
         only_rotate_len_k: int | None = None,
         progress: bool = False,
+        checkpoint: str | os.PathLike | None = None,
+        checkpoint_every: float = 600.0,
+        resume: bool = False,
     ) -> None:
         """Append ``circuit`` to the replayable graph.
 
@@ -204,19 +209,90 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         the first build) truncation is coefficient-informed, otherwise structural.
         ``progress=True`` shows a progress bar on stderr: layers done of the circuit's,
         and the terms held.
+
+        ``checkpoint=path`` saves the propagator to the directory ``path`` (as :meth:`save`)
+        every ``checkpoint_every`` seconds while it builds, and once more when the build
+        finishes. After a crash, ``monoprop.load(path).build_graph(circuit, resume=True)``
+        (with the same ``seed_parameters`` and ``only_rotate_len_k``) applies the layers still
+        to come, and the graph ends bitwise as one uninterrupted build would have left it;
+        another circuit, seed or truncation is refused with a :class:`ValueError`. A build
+        stopped by Ctrl-C resumes the same way on the same propagator. Until the build
+        finishes, the propagator refuses values and every other change.
+
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> import monoprop
+        >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
+        >>> circuit = Circuit(
+        ...     [ExpGate(PauliOperator({"XY": 0.5}, 2)), ExpGate(PauliOperator({"ZX": 0.5}, 2))], 2
+        ... )
+        >>> path = Path(tempfile.mkdtemp()) / "build"
+        >>> prop = PauliPropagator(PauliOperator({"ZZ": 1.0}, 2), [0], cutoff=4)
+        >>> prop.build_graph(circuit, checkpoint=path, checkpoint_every=0)
+        >>> resumed = monoprop.load(path)
+        >>> resumed.build_graph(circuit, resume=True)  # finished: nothing left to apply
+        >>> resumed.expectation_value([0.3, 0.4]) == prop.expectation_value([0.3, 0.4])
+        True
         """
         self._check_state_and_width(circuit)
         k = self._check_only_rotate(only_rotate_len_k)
         self._check_family(circuit)
+        path, every = checkpointed_build.checked_arguments(checkpoint, checkpoint_every)
+        if not isinstance(resume, bool):
+            raise TypeError(f"resume must be True or False; got {resume!r}.")
+        record = self._build
+        if not resume:
+            self._check_finished()
+            layers_before = self._engine.graph_layers
+        elif record is None:
+            raise ValueError(
+                "resume=True continues a build saved with build_graph(..., checkpoint=path); "
+                "this propagator holds none. Load the checkpoint with monoprop.load(path)."
+            )
+        else:
+            layers_before = record.layers_before
         layers = self._layer_arrays(circuit)
         if seed_parameters is not None:
-            seed_values: list[float] | None = parameter_list(seed_parameters, "seed_parameters")
-        elif self._engine.graph_layers == 0 and len(circuit.parameters) > 0:
-            seed_values = parameter_list(circuit.parameters, "circuit.parameters")
+            seed: list[float] | None = parameter_list(seed_parameters, "seed_parameters")
+        elif layers_before == 0 and len(circuit.parameters) > 0:
+            seed = parameter_list(circuit.parameters, "circuit.parameters")
         else:
-            seed_values = None
-        with _layer_progress(self._engine, "build_graph", progress):
-            self._engine.build_graph(layers, seed_values, k)
+            seed = None
+        if not resume and path is None:
+            self._build = None
+            with _layer_progress(self._engine, "build_graph", progress):
+                self._engine.build_graph(layers, seed, k)
+            return
+        fingerprint = checkpointed_build.fingerprint(layers, seed, k, self._settings())
+        if not resume or record is None:
+            steps = int(np.count_nonzero(layers.quarter_turns == 0))
+            record = checkpointed_build.BuildRecord(
+                fingerprint, 0, len(layers), 0, steps, layers_before
+            )
+        elif record.fingerprint != fingerprint:
+            raise ValueError(
+                "resume=True needs the build this propagator's checkpoint began: the same "
+                "circuit, seed_parameters, only_rotate_len_k and truncation settings; these "
+                "differ. Pass the arguments of the first call."
+            )
+        self._build = record
+        from . import persistence  # which imports this module
+
+        def on_record(record: checkpointed_build.BuildRecord) -> None:
+            self._build = record
+
+        with _progress_bar("build_graph", progress) as report:
+            checkpointed_build.build_in_pieces(
+                self._engine,
+                layers,
+                seed,
+                k,
+                record,
+                on_record,
+                None if path is None else functools.partial(persistence.save, self, path),
+                every,
+                report,
+            )
 
     def propagate(
         self, circuit: Circuit, *, only_rotate_len_k: int | None = None, progress: bool = False
@@ -231,7 +307,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         self._check_family(circuit)
         layers = self._layer_arrays(circuit)
         parameters = parameter_list(circuit.parameters, "circuit.parameters")
-        with _layer_progress(self._engine, "propagate", progress):
+        with _layer_progress(self._finished_engine(), "propagate", progress):
             self._engine.propagate(layers, parameters, k)
 
     @classmethod
@@ -247,6 +323,30 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         propagator = cls(initial_operator, list(circuit.initial_state), **config)
         propagator.propagate(circuit)
         return propagator
+
+    def _check_finished(self) -> None:
+        """Refuses while a checkpointed build is unfinished (its graph lacks layers)."""
+        if self._build is not None and not self._build.finished:
+            raise RuntimeError(
+                f"this propagator holds a build stopped after {self._build.steps_done} of its "
+                f"{self._build.steps} layers (a checkpoint); finish it with "
+                "build_graph(circuit, resume=True) before anything else."
+            )
+
+    def _finished_engine(self) -> Any:
+        self._check_finished()
+        return self._engine
+
+    def _settings(self) -> tuple:
+        """What decides truncation, for a checkpoint's fingerprint."""
+        engine = self._engine
+        return (
+            engine.schrodinger,
+            engine.cutoff,
+            engine.cutoff_type,
+            engine.lower_atol,
+            engine.upper_atol,
+        )
 
     def _check_state_and_width(self, circuit: Circuit) -> None:
         if not isinstance(circuit, Circuit):
@@ -303,13 +403,13 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
     def expectation_value(self, parameters: ParameterValues = None) -> float:
         """Expectation value at ``parameters`` (the graph's parameter vector)."""
-        return self._engine.expectation_value(parameter_list(parameters))
+        return self._finished_engine().expectation_value(parameter_list(parameters))
 
     def expectation_value_and_gradient(
         self, parameters: ParameterValues = None
     ) -> tuple[float, np.ndarray]:
         """Value and full gradient from one forward and one reverse sweep of the graph."""
-        return self._engine.expectation_value_and_gradient(parameter_list(parameters))
+        return self._finished_engine().expectation_value_and_gradient(parameter_list(parameters))
 
     def gradient(self, parameters: ParameterValues = None) -> np.ndarray:
         """Gradient with respect to the graph's parameter vector."""
@@ -374,7 +474,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
     def _functional_state(self) -> tuple[Callable[[], Any], list[int] | None]:
         """A checked accessor to the engine, and the mapping to replay with."""
-        self._engine.check_valid()
+        self._finished_engine().check_valid()
         owner = weakref.ref(self)
         engine = self._engine
         generation, layers = engine.generation, engine.graph_layers
@@ -408,14 +508,14 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         the Hermitian monomials ``M_S = i**C(w, 2) m_S`` (``w`` factors), for Pauli terms
         the Pauli coefficients.
         """
-        return self._engine.contract(parameter_list(parameters), bool(inplace))
+        return self._finished_engine().contract(parameter_list(parameters), bool(inplace))
 
     def evolved_operator(
         self, parameters: ParameterValues = None, *, atol: float = 1e-12
     ) -> OperatorT:
         """The evolved operator (Heisenberg) or state ``2^n ρ(θ)`` (Schrödinger)."""
         atol = check_finite(float(atol), "atol")
-        terms = TermArrays(*self._engine.evolved_terms(parameter_list(parameters), atol))
+        terms = TermArrays(*self._finished_engine().evolved_terms(parameter_list(parameters), atol))
         return self._make_operator(terms.keys(), terms.coefficients)
 
     def evolved_operator_coefficients(
@@ -423,7 +523,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     ) -> np.ndarray:
         """Coefficients of the requested terms (0 where absent), in request order."""
         keys = self._term_keys(terms)
-        h = self._engine.coefficients_of(TermArrays.from_keys(keys), parameter_list(parameters))
+        h = self._finished_engine().coefficients_of(
+            TermArrays.from_keys(keys), parameter_list(parameters)
+        )
         return self._bare_coefficients(keys, h)
 
     def update_initial_operator(self, new_operator: Any) -> None:
@@ -435,7 +537,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
                 f"the new operator acts on {n} {self._unit}s but the propagator on "
                 f"{self.num_modes}; build it with the propagator's width."
             )
-        self._engine.update_initial_operator(TermArrays.from_keys(keys, h))
+        self._finished_engine().update_initial_operator(TermArrays.from_keys(keys, h))
 
     # -- introspection ----------------------------------------------------------------------
 
@@ -506,6 +608,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
     @parameter_mapping.setter
     def parameter_mapping(self, mapping: Sequence[int]) -> None:
+        self._check_finished()
         mapping = [int(x) for x in mapping]
         layers, gates = self.graph_layers, self.n_gates
         if len(mapping) == layers:
@@ -581,8 +684,10 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         and then renamed, so a crash mid-save never replaces an earlier save at ``path``; a
         directory at ``path`` that is not a monoprop save is never overwritten
         (:class:`FileExistsError`). Loaded with the same thread count, the values and gradients
-        are bitwise this one's; with another, equal up to rounding. Not yet for a propagator
-        distributed over several MPI ranks (:class:`RuntimeError`).
+        are bitwise this one's; with another, equal up to rounding. On several MPI ranks the save
+        is collective: each rank writes its part (``path/rank-r-of-R``), and the save appears
+        at ``path`` once every part is written; ``monoprop.load(path, comm=comm)`` loads it on
+        as many ranks.
         """
         from . import persistence
 
@@ -601,11 +706,17 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         return clone
 
     def __deepcopy__(self, memo: dict):
+        """An independent copy through the arrays :meth:`save` writes: its values and gradients
+        are bitwise this one's. It runs on the same communicator (collectively, on several
+        ranks)."""
+        arrays = self._engine.save_state()
         clone = object.__new__(type(self))
         for name, value in self.__dict__.items():
             if name == "_engine":
-                value = value.clone()
-            elif name != "_comm":  # a copy runs on the same communicator
+                value = _core.restore_engine(
+                    arrays, comm_handle=_comm_handle(self._comm), threads=self.num_threads
+                )
+            elif name != "_comm":
                 value = copy.deepcopy(value, memo)
             clone.__dict__[name] = value
         return clone
@@ -620,29 +731,49 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
 @contextmanager
 def _layer_progress(engine: Any, what: str, enabled: bool) -> Iterator[None]:
-    """While the block runs, show the engine's progress as one tqdm bar on stderr: layers
-    done of the call's total, and the terms held as a postfix. Nothing when not enabled."""
+    """While the block runs, show the engine's progress as one tqdm bar on stderr (see
+    :func:`_progress_bar`). Nothing when not enabled."""
     if not enabled:
         yield
         return
+    with _progress_bar(what, enabled) as report:
+        engine.set_progress(report)
+        try:
+            yield
+        finally:
+            engine.set_progress(None)
+
+
+@contextmanager
+def _progress_bar(what: str, enabled: bool) -> Iterator[Callable[[int, int, int], None] | None]:
+    """A ``report(layers done, layers, terms held)`` drawing one tqdm bar on stderr while the
+    block runs, with the terms as a postfix; ``None`` when not enabled."""
+    if not enabled:
+        yield None
+        return
     from tqdm import tqdm  # imported only when asked for: importing monoprop stays light
 
-    # The core reports (layers done, layers in the call, terms held); the total is known
-    # only from its first report, so the bar is made then.
+    # The total is known only from the first report, so the bar is made then; a resumed
+    # build's first report is where it stands.
     bar = None
 
     def report(done: int, total: int, terms: int) -> None:
         nonlocal bar
         if bar is None:
-            bar = tqdm(total=total, desc=what, unit="layer", file=sys.stderr, dynamic_ncols=True)
+            bar = tqdm(
+                total=total,
+                initial=done,
+                desc=what,
+                unit="layer",
+                file=sys.stderr,
+                dynamic_ncols=True,
+            )
         bar.set_postfix(terms=terms, refresh=False)
         bar.update(done - bar.n)
 
-    engine.set_progress(report)
     try:
-        yield
+        yield report
     finally:
-        engine.set_progress(None)
         if bar is not None:
             bar.close()
 

@@ -4,7 +4,8 @@ A recorded graph gives the expectation value and its exact gradient at any param
 vector. This package plugs that into ``scipy.optimize.minimize`` (:func:`minimize`,
 :class:`Objective`), into JAX (``monoprop.optimize.jax.expectation``, extra ``[jax]``) and
 into Optuna studies (:func:`run_study`, extra ``[optuna]``), and guards every callable
-against later graph and operator updates.
+against later graph and operator updates. :func:`load_or_build` keeps a built graph on disk,
+so that workers load it instead of building it again.
 
 >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
 >>> from monoprop.optimize import minimize
@@ -19,9 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 from .objective import Evaluation, Objective, value_and_grad
+from .saved_graph import load_or_build
 from .scipy_minimize import minimize
 
-__all__ = ["Evaluation", "Objective", "minimize", "run_study", "value_and_grad"]
+__all__ = ["Evaluation", "Objective", "load_or_build", "minimize", "run_study", "value_and_grad"]
 
 
 def __getattr__(name: str) -> Any:

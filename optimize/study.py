@@ -18,6 +18,7 @@ and only rank 0 reports.
 
 from __future__ import annotations
 
+import os
 import pickle
 import threading
 import time
@@ -33,6 +34,7 @@ import optuna
 import sqlalchemy
 from optuna.trial import TrialState
 
+import monoprop
 from monoprop.validation import check_int
 
 from .objective import Objective
@@ -93,7 +95,12 @@ def run_study(
     ``make_problem(trial)`` returns ``(propagator, x0)`` or ``(propagator, x0, settings)``,
     where ``settings`` is a dict of :func:`~monoprop.optimize.minimize` keywords (``method``,
     ``options``, ``tol``, ``rebuild``, ``reseed_every``, ...); the propagator may also be an
-    :class:`~monoprop.optimize.Objective`. A trial's value is its optimised energy.
+    :class:`~monoprop.optimize.Objective`, or the path of a saved propagator
+    (:meth:`~monoprop.PauliPropagator.save`), which each trial loads onto ``comm``. A trial's
+    value is its optimised energy. Workers that should share a graph rather than each build
+    it can return ``load_or_build(path, ...)``: the first to need it builds it with
+    checkpoints, the others load it, and a retried trial finishes the build of a worker that
+    died.
 
     When to stop, as in ``optuna.Study.optimize``: ``n_trials`` is the number of trials this
     worker runs (each worker process, or each MPI launch, runs up to ``n_trials`` of its own:
@@ -197,7 +204,7 @@ def _run_trial(make_problem, trial, comm, reports: bool, cost, catch) -> tuple:
     start = time.perf_counter()
     objective = None
     try:
-        objective, x0, settings = _problem(make_problem(trial))
+        objective, x0, settings = _problem(make_problem(trial), comm)
         callback = _reporter(trial, reports, settings.pop("callback", None))
         result = minimize(objective, x0, callback=callback, **settings)
     except optuna.TrialPruned:
@@ -222,7 +229,7 @@ def _log_trial(number: int, state: TrialState, attributes: dict, params: dict) -
     )
 
 
-def _problem(made: Any) -> tuple[Objective, np.ndarray, dict]:
+def _problem(made: Any, comm: Any) -> tuple[Objective, np.ndarray, dict]:
     if not isinstance(made, tuple) or len(made) not in (2, 3):
         raise TypeError(
             "make_problem(trial) must return (propagator, x0) or (propagator, x0, settings); "
@@ -230,6 +237,8 @@ def _problem(made: Any) -> tuple[Objective, np.ndarray, dict]:
         )
     problem, x0, *rest = made
     settings = dict(rest[0]) if rest else {}
+    if isinstance(problem, (str, os.PathLike)):  # a saved propagator, loaded onto the study's ranks
+        problem = monoprop.load(problem, comm=None if isinstance(comm, _SelfComm) else comm)
     if not isinstance(problem, Objective):
         problem = Objective(
             problem,

@@ -236,3 +236,70 @@ def test_missing_paths_and_other_files_are_refused(tmp_path):
     np.save(plain, np.arange(3))
     with pytest.raises(ValueError, match=rf"{plain} is not a monoprop save"):
         archive.read(plain)
+
+
+# -- saves in parts (one per MPI rank) ------------------------------------------------------
+
+
+def save_in_parts(path, count: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """What the ranks of an MPI job do, in one process: each writes its part, then one commits."""
+    rng = np.random.default_rng(seed)
+    staging = archive.begin(path)
+    contents = []
+    for part in range(count):
+        arrays = sample_arrays(rng)
+        archive.write(staging / f"rank-{part}-of-{count}", {**META, "rank": part}, arrays)
+        contents.append(arrays)
+    archive.commit(staging, path, {"ranks": count}, [f"rank-{p}-of-{count}" for p in range(count)])
+    return contents
+
+
+def test_a_save_in_parts_reads_back_part_by_part(tmp_path):
+    path = tmp_path / "parts"
+    contents = save_in_parts(path, 3)
+    assert archive.parts(path) == [f"rank-{p}-of-3" for p in range(3)]
+    assert archive.read(path) == ({"ranks": 3}, {})
+    for p, arrays in enumerate(contents):
+        meta, loaded = archive.read_part(path, f"rank-{p}-of-3")
+        assert meta["rank"] == p
+        assert all(loaded[name].tobytes() == arrays[name].tobytes() for name in arrays)
+    assert [p.name for p in tmp_path.iterdir()] == ["parts"]  # no staging left behind
+
+
+def test_parts_of_two_saves_never_mix(tmp_path):
+    save_in_parts(tmp_path / "a", 2, seed=1)
+    save_in_parts(tmp_path / "b", 2, seed=2)
+    os.rename(tmp_path / "b" / "rank-1-of-2", tmp_path / "b-part")
+    os.rename(tmp_path / "a" / "rank-1-of-2", tmp_path / "b" / "rank-1-of-2")
+    with pytest.raises(ValueError, match="not the part its save lists"):
+        archive.read_part(tmp_path / "b", "rank-1-of-2")
+    with pytest.raises(ValueError, match="part 'rank-1-of-2' is missing"):
+        archive.read_part(tmp_path / "a", "rank-1-of-2")
+    with pytest.raises(ValueError, match="has no part 'rank-2-of-3'"):
+        archive.read_part(tmp_path / "a", "rank-2-of-3")
+
+
+def test_an_aborted_save_in_parts_leaves_the_earlier_save(saved):
+    path, arrays = saved
+    staging = archive.begin(path)
+    archive.write(staging / "rank-0-of-2", META, arrays)
+    archive.abort(staging)
+    assert archive.read(path)[1].keys() == arrays.keys()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["prop"]
+    save_in_parts(path, 2)  # and a save in parts replaces a save of one process
+    assert archive.parts(path) == ["rank-0-of-2", "rank-1-of-2"]
+
+
+def test_a_save_in_parts_never_overwrites_other_directories(tmp_path):
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(FileExistsError, match="not a monoprop save"):
+        archive.begin(tmp_path / "mine")
+    assert list(tmp_path.iterdir()) == [tmp_path / "mine"]
+
+
+def test_a_propagator_saved_over_several_ranks_is_refused_in_one_process(tmp_path):
+    import monoprop
+
+    save_in_parts(tmp_path / "parts", 2)
+    with pytest.raises(ValueError, match=r"saved over 2 rank\(s\); this load has 1.*2 MPI ranks"):
+        monoprop.load(tmp_path / "parts")

@@ -104,3 +104,21 @@ def test_optuna_study_resumes_from_its_sqlite_file(tmp_path: Path) -> None:
     untruncated = float(re.search(r"untruncated\s+(-?[\d.]+)", second).group(1))
     # The best trial's angles, evaluated without truncation, are variational and close.
     assert ground - 1e-9 <= untruncated < ground + 1e-3, second
+
+
+def test_optuna_study_keeps_its_graphs_and_loads_them_again(tmp_path: Path) -> None:
+    """With --graphs a second study over the same settings loads every graph the first built
+    (nothing is rewritten) and finds the same energies."""
+    args = ("--qubits", "4", "--seed", "0", "--trials", "4", "--graphs", "graphs")
+    first = run_example("optuna_study.py", *args, "--study-name", "first")
+    graphs = {
+        p.name: (p / "monoprop.json").stat().st_mtime_ns for p in (tmp_path / "graphs").iterdir()
+    }
+    assert 1 <= len(graphs) <= 4 and all(name.startswith("tfim4-layers") for name in graphs), first
+    second = run_example("optuna_study.py", *args, "--study-name", "second")
+    again = {
+        p.name: (p / "monoprop.json").stat().st_mtime_ns for p in (tmp_path / "graphs").iterdir()
+    }
+    assert again == graphs, second
+    energies = re.findall(r"energy (-?[\d.]+), untruncated", first)
+    assert energies and energies == re.findall(r"energy (-?[\d.]+), untruncated", second), second

@@ -375,6 +375,17 @@ address of an mpi4py communicator's MPI_Comm.)doc");
       "Append ``layers`` to the graph; with ``seed_parameters`` (the full parameter vector after the call) "
       "truncation is coefficient-informed, else structural.");
   cls.def(
+      "continue_graph",
+      [](MonomialPropagator& self, const LayerArrays& layers, const std::optional<std::vector<double>>& seed,
+         std::optional<int> only_rotate_len_k) {
+        const CircuitSpec circuit = to_circuit(layers);
+        py::gil_scoped_release release;
+        self.continue_graph(circuit, seed, only_rotate_len_k);
+      },
+      py::arg("layers"), py::arg("seed_parameters") = py::none(), py::arg("only_rotate_len_k") = py::none(),
+      "Append more layers of the circuit the last ``build_graph`` began (its parameters and gates are on the "
+      "axes already); ``seed_parameters`` is the full parameter vector.");
+  cls.def(
       "expectation_value",
       [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
          const std::optional<std::vector<std::int32_t>>& mapping) {
@@ -595,14 +606,14 @@ address of an mpi4py communicator's MPI_Comm.)doc");
   // After Engine, so that its signature names the class.
   m.def(
       "restore_engine",
-      [](const py::dict& arrays, std::optional<std::uintptr_t> comm_handle) {
+      [](const py::dict& arrays, std::optional<std::uintptr_t> comm_handle, std::optional<int> threads) {
         const SavedState state = state_of(arrays);
         mpi::Comm comm;
         if (comm_handle) comm = mpi::Comm::from_handle(reinterpret_cast<const void*>(*comm_handle));
-        auto engine = restore_propagator(state, std::move(comm));
+        auto engine = restore_propagator(state, std::move(comm), threads);
         engine->set_interrupt_check(&python_signal_pending);
         return engine;
       },
-      py::arg("arrays"), py::kw_only(), py::arg("comm_handle") = py::none(),
-      "The engine that Engine.save_state() described, with this process's thread count.");
+      py::arg("arrays"), py::kw_only(), py::arg("comm_handle") = py::none(), py::arg("threads") = py::none(),
+      "The engine that Engine.save_state() described, with ``threads`` shards, else this process's thread count.");
 }

@@ -1,5 +1,6 @@
 // Chooses the key width (64-bit words) and the algebra at construction.
 #include <cmath>
+#include <exception>
 #include <string>
 
 #include "propagator.h"
@@ -37,16 +38,33 @@ std::unique_ptr<MonomialPropagator> make_propagator(Config config, BasisChange b
   return with_width<MajoranaAlgebra>(std::move(config), std::move(basis_change), logical, family);
 }
 
-std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, mpi::Comm comm) {
+namespace {
+
+// What a save says of the propagator before its terms: ArgumentError when
+// that is out of range.
+struct SavedSetup {
   Config config;
+  BasisChange change;
+  int logical = 0;
+  Family basis = Family::Pauli;
+};
+
+SavedSetup saved_setup(const SavedState& state) {
+  SavedSetup out;
+  Config& config = out.config;
   const auto family = state.scalar<std::uint8_t>("family");
   const auto basis = state.scalar<std::uint8_t>("basis");
   if (family > 1 || basis > 1) throw ArgumentError("the save is damaged: it names an unknown algebra.");
   config.family = static_cast<Family>(family);
+  out.basis = static_cast<Family>(basis);
   config.num_modes = state.scalar<std::int32_t>("num_modes");
   if (config.num_modes <= 0 || config.num_modes > kMaxNumModes || state.scalar<std::int32_t>("threads") <= 0)
     throw ArgumentError("the save is damaged: its mode or thread count is out of range.");
-  for (const std::int32_t mode : state.get<std::int32_t>("occupied")) config.occupied.push_back(mode);
+  for (const std::int32_t mode : state.get<std::int32_t>("occupied")) {
+    if (mode < 0 || mode >= config.num_modes)
+      throw ArgumentError("the save is damaged: an occupied mode is out of range.");
+    config.occupied.push_back(mode);
+  }
   if (const auto cutoff = state.scalar<std::int32_t>("schrodinger_cutoff"); cutoff >= 0)
     config.schrodinger_cutoff = cutoff;
   Truncation& t = config.truncation;
@@ -57,20 +75,40 @@ std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, 
   // NaN: not set.
   if (const double a = state.scalar<double>("lower_atol"); !std::isnan(a)) t.lower_atol = a;
   if (const double a = state.scalar<double>("upper_atol"); !std::isnan(a)) t.upper_atol = a;
-  config.comm = std::move(comm);
-  BasisChange change;
   const auto slots = state.get<std::uint32_t>("basis_change_slots");
   std::uint64_t from = 0;
   for (const std::uint64_t end : state.get<std::uint64_t>("basis_change_ends")) {
     if (end < from || end > slots.size()) throw ArgumentError("the save is damaged: its basis change is.");
-    change.emplace_back(slots.begin() + static_cast<std::ptrdiff_t>(from),
-                        slots.begin() + static_cast<std::ptrdiff_t>(end));
+    out.change.emplace_back(slots.begin() + static_cast<std::ptrdiff_t>(from),
+                            slots.begin() + static_cast<std::ptrdiff_t>(end));
     from = end;
   }
-  const int logical = state.scalar<std::int32_t>("logical_num_modes");
-  if (config.family == Family::Pauli)
-    return with_width<PauliAlgebra>(std::move(config), std::move(change), logical, static_cast<Family>(basis), state);
-  return with_width<MajoranaAlgebra>(std::move(config), std::move(change), logical, static_cast<Family>(basis), state);
+  out.logical = state.scalar<std::int32_t>("logical_num_modes");
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, mpi::Comm comm,
+                                                       std::optional<int> threads) {
+  // Every rank reads its own part: all learn whether any part failed before
+  // the construction communicates.
+  SavedSetup setup;
+  std::exception_ptr error;
+  try {
+    if (threads && *threads < 1) throw ArgumentError("threads " + std::to_string(*threads) + " must be >= 1.");
+    setup = saved_setup(state);
+    setup.config.threads = threads;
+  } catch (...) {
+    error = std::current_exception();
+  }
+  state_io::agree(comm, error);
+  setup.config.comm = std::move(comm);
+  if (setup.config.family == Family::Pauli)
+    return with_width<PauliAlgebra>(std::move(setup.config), std::move(setup.change), setup.logical, setup.basis,
+                                    state);
+  return with_width<MajoranaAlgebra>(std::move(setup.config), std::move(setup.change), setup.logical, setup.basis,
+                                     state);
 }
 
 }  // namespace monoprop

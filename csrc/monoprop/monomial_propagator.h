@@ -79,6 +79,9 @@ struct Config {
   // The ranks the operator is distributed over (default: one, no MPI).
   // Every rank constructs with the same arguments and keeps its own terms.
   mpi::Comm comm;
+  // The shard count T. Unset, the usual: monoprop_NUM_THREADS, else the
+  // OpenMP default; a copy made through save_state() sets it to keep its T.
+  std::optional<int> threads;
 };
 
 // Terms held, decoded: slots of term t are slots[offsets[t] .. offsets[t+1]).
@@ -137,6 +140,18 @@ class MonomialPropagator {
   // parameter vector) truncation is coefficient-informed, else structural.
   virtual void build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
                            std::optional<int> only_rotate_len_k) = 0;
+  // Appends more layers of the circuit the last build_graph began: their
+  // parameters and gates are on the axes already (that build counted the whole
+  // circuit), so the axes stay as they are. Building a circuit in pieces this
+  // way records the graph one build_graph of the whole circuit records; a
+  // build that saves checkpoints between pieces is resumed from one this way.
+  virtual void continue_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
+                              std::optional<int> only_rotate_len_k) {
+    (void)circuit, (void)seed, (void)only_rotate_len_k;
+    throw UsageError(
+        "this propagator type cannot continue a build; forward continue_graph() to the propagator it "
+        "wraps.");
+  }
 
   // `mapping` (per layer, circuit order) replaces the graph's own parameter
   // mapping for this call: what a functional made before a relabelling uses.
@@ -317,11 +332,12 @@ std::unique_ptr<MonomialPropagator> make_propagator(Config config, BasisChange b
                                                     std::optional<int> logical_num_modes = {},
                                                     std::optional<Family> basis = {});
 
-// The propagator a save_state() described, with this process's thread count
-// (monoprop_NUM_THREADS, else the OpenMP default): at the saved count its
+// The propagator a save_state() described, with `threads` shards or else this
+// process's thread count (monoprop_NUM_THREADS, else the OpenMP default): at the saved count its
 // replays are bitwise the saved propagator's, at another its terms are dealt
 // to the shards anew. ArgumentError when the state is damaged or not a
 // propagator's.
-std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, mpi::Comm comm = {});
+std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, mpi::Comm comm = {},
+                                                       std::optional<int> threads = std::nullopt);
 
 }  // namespace monoprop

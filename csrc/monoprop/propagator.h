@@ -66,7 +66,13 @@ class Propagator final : public MonomialPropagator {
   void propagate(const CircuitSpec& circuit, const std::vector<double>& parameters,
                  std::optional<int> only_rotate_len_k) override;
   void build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
-                   std::optional<int> only_rotate_len_k) override;
+                   std::optional<int> only_rotate_len_k) override {
+    build(circuit, seed, only_rotate_len_k, false);
+  }
+  void continue_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
+                      std::optional<int> only_rotate_len_k) override {
+    build(circuit, seed, only_rotate_len_k, true);
+  }
 
   double expectation_value(const std::vector<double>& parameters, double pare,
                            const std::vector<std::int32_t>* mapping) const override;
@@ -115,7 +121,11 @@ class Propagator final : public MonomialPropagator {
   Propagator(Bare, Config config, BasisChange basis_change, int logical_num_modes, Family basis);
   void restore(const SavedState& state);
   std::vector<Key> saved_keys(const SavedState& state, const std::string& name, const std::string& what) const;
+  // Where each saved term went: per saved shard and slot, (shard, slot) now.
+  using Moves = std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>>;
   void restore_shards(const SavedState& state);
+  void restore_remote(const SavedState& state, const std::vector<std::size_t>& sizes, const Moves& moved);
+  void check_remote_peers() const;
   Graph restore_graph(const SavedState& state, std::size_t s, const std::vector<std::size_t>& sizes) const;
   void reshard_layer(const std::vector<Graph>& graphs, std::size_t l,
                      const std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>>& moved);
@@ -279,8 +289,12 @@ class Propagator final : public MonomialPropagator {
     Frame after;                // the frame once the circuit is applied
   };
   CircuitPlan plan_circuit(const CircuitSpec& circuit, std::optional<int> only_rotate_len_k) const;
+  // `continuing`: the circuit's parameters and gates are on the axes already
+  // (continue_graph).
+  void build(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed, std::optional<int> k,
+             bool continuing);
   void adopt_graph(const CircuitSpec& circuit, CircuitPlan& plan, std::vector<Graph>& added,
-                   std::vector<RemoteLayer>& added_remote);
+                   std::vector<RemoteLayer>& added_remote, bool continuing);
   // One layer on the current stores (layer_step.h, layer_scan.h).
   void apply_layer(int t, Team& team, const LayerPlan& plan, Column<double>** values, std::vector<Graph>* record,
                    RemoteLayer* remote);

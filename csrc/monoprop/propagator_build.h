@@ -208,26 +208,30 @@ void Propagator<A, W, I>::rollback(const std::vector<std::size_t>& sizes, std::v
 }
 
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
-                                      std::optional<int> k) {
+void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
+                                std::optional<int> k, bool continuing) {
   check_valid();
   check_circuit(circuit, k);
-  const std::int32_t total = n_parameters_ + circuit.n_parameters;
+  if (continuing && (circuit.n_parameters > n_parameters_ || circuit.n_gates > n_gates_))
+    throw UsageError("continue_graph() continues the circuit of the last build_graph, whose " +
+                     std::to_string(circuit.n_parameters) + " parameters and " + std::to_string(circuit.n_gates) +
+                     " gates are on the graph's axes; this graph has only " + std::to_string(n_parameters_) +
+                     " parameters and " + std::to_string(n_gates_) + " gates. Begin the circuit with build_graph.");
+  const std::int32_t total = n_parameters_ + (continuing ? 0 : circuit.n_parameters);
   if (seed && static_cast<std::int64_t>(seed->size()) != total)
     throw UsageError("The length of parameters (" + std::to_string(seed->size()) +
                      ") must be the same as max(parameter_mapping)+1 (" + std::to_string(total) +
                      ") of the graph after this build.");
+  // Where the graph's parameters so far and the new ones sit in the seed (adopt_graph).
+  const std::int32_t old_shift = schrodinger() || continuing ? 0 : circuit.n_parameters;
+  const std::int32_t new_shift = schrodinger() ? total - circuit.n_parameters : 0;
   if (seed) {
-    check_circuit_rates(circuit, *seed, schrodinger() ? n_parameters_ : 0);
-    check_rates(seed->data() + (schrodinger() ? 0 : circuit.n_parameters), nullptr, false);  // the graph's own
+    check_circuit_rates(circuit, *seed, new_shift);
+    check_rates(seed->data() + old_shift, nullptr, false);  // the graph's own
   }
   guarded("build_graph", [&] {
-    // Where the graph's parameters so far and the new ones sit (adopt_graph).
-    const std::int32_t old_shift = schrodinger() ? 0 : circuit.n_parameters;
-    const std::int32_t new_shift = schrodinger() ? n_parameters_ : 0;
     std::vector<double> old_theta;
-    if (seed)
-      for (std::int32_t p = 0; p < n_parameters_; ++p) old_theta.push_back((*seed)[p + old_shift]);
+    if (seed) old_theta.assign(seed->begin() + old_shift, seed->begin() + old_shift + n_parameters_);
 
     std::vector<std::size_t> before;
     std::vector<Column<double>*> values;
@@ -260,7 +264,7 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
       rollback(before, {});
       throw;
     }
-    adopt_graph(circuit, plan, added, added_remote);
+    adopt_graph(circuit, plan, added, added_remote, continuing);
   });
 }
 
@@ -269,11 +273,11 @@ void Propagator<A, W, I>::build_graph(const CircuitSpec& circuit, const std::opt
 // Schrodinger: they come last.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::adopt_graph(const CircuitSpec& circuit, CircuitPlan& plan, std::vector<Graph>& added,
-                                      std::vector<RemoteLayer>& added_remote) {
-  const std::int32_t old_shift = schrodinger() ? 0 : circuit.n_parameters;
-  const std::int32_t new_shift = schrodinger() ? n_parameters_ : 0;
-  const std::int32_t old_gate_shift = schrodinger() ? 0 : circuit.n_gates;
-  const std::int32_t new_gate_shift = schrodinger() ? n_gates_ : 0;
+                                      std::vector<RemoteLayer>& added_remote, bool continuing) {
+  const std::int32_t old_shift = schrodinger() || continuing ? 0 : circuit.n_parameters;
+  const std::int32_t old_gate_shift = schrodinger() || continuing ? 0 : circuit.n_gates;
+  const std::int32_t new_shift = schrodinger() ? n_parameters_ - (continuing ? circuit.n_parameters : 0) : 0;
+  const std::int32_t new_gate_shift = schrodinger() ? n_gates_ - (continuing ? circuit.n_gates : 0) : 0;
   // A fixed noise layer keeps parameter and gate -1.
   auto shifted = [](std::int32_t index, std::int32_t shift) { return index < 0 ? index : index + shift; };
   for (LayerInfo& layer : layers_) {
@@ -299,8 +303,10 @@ void Propagator<A, W, I>::adopt_graph(const CircuitSpec& circuit, CircuitPlan& p
     remote_entries_ += layer.entries;
     remote_.push_back(std::move(layer));
   }
-  n_parameters_ += circuit.n_parameters;
-  n_gates_ += circuit.n_gates;
+  if (!continuing) {
+    n_parameters_ += circuit.n_parameters;
+    n_gates_ += circuit.n_gates;
+  }
   ++generation_;
 }
 

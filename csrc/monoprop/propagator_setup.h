@@ -54,13 +54,6 @@ Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int log
 }
 
 template <typename A, int W, typename I>
-Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis,
-                                const SavedState& state)
-    : Propagator(Bare{}, std::move(config), std::move(basis_change), logical_num_modes, basis) {
-  restore(state);
-}
-
-template <typename A, int W, typename I>
 void Propagator<A, W, I>::accumulate(const Key& key, double h) {
   if (!held_here(key)) return;  // another rank's term
   Shard& shard = shards_[owner(key.hash())];

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cmath>
+#include <exception>
 #include <string>
 
 #include "saved_state.h"
@@ -62,14 +63,27 @@ inline void check_section(const ShardLayer& layer, const Section& s, int kind, s
   if (p != s.partners) damaged(where + " has bytes its entries do not account for");
 }
 
+// After a step that may have failed on some ranks only (`error` set there),
+// every rank learns of it before it goes on into a collective that the
+// failed ranks left: those rethrow their error, the others throw naming the
+// lowest failed rank. On one rank it only rethrows.
+inline void agree(const mpi::Comm& comm, std::exception_ptr error) {
+  if (comm.distributed()) {
+    const auto ranks = static_cast<std::uint64_t>(comm.size());
+    std::uint64_t lowest = error ? ranks - static_cast<std::uint64_t>(comm.rank()) : 0;  // max: the lowest rank
+    comm.max(&lowest, 1);
+    if (lowest && !error)
+      throw ArgumentError("the save's part for rank " + std::to_string(ranks - lowest) +
+                          " could not be loaded (that rank says why); nothing was loaded.");
+  }
+  if (error) std::rethrow_exception(error);
+}
+
 }  // namespace state_io
 
 template <typename A, int W, typename I>
 SavedState Propagator<A, W, I>::save_state() const {
   return guarded("save", [&] {
-    if (config_.comm.distributed())
-      throw UsageError("saving a propagator distributed over " + std::to_string(config_.comm.size()) +
-                       " ranks is not supported yet; save a propagator built in one process.");
     SavedState out;
     out.put_scalar("family", static_cast<std::uint8_t>(A::family));
     out.put_scalar("num_modes", static_cast<std::int32_t>(config_.num_modes));
@@ -97,6 +111,12 @@ SavedState Propagator<A, W, I>::save_state() const {
     out.put_scalar("n_gates", n_gates_);
     out.put_scalar("core", core_);
     out.put_scalar("generation", generation_);
+    // Each rank saves its own part: its terms, and the entries it shares with
+    // other ranks, which only this routing places alike.
+    out.put_scalar("rank", static_cast<std::int32_t>(rank_));
+    out.put_scalar("ranks", static_cast<std::int32_t>(routing_.ranks()));
+    out.put_scalar("routing.kind", static_cast<std::uint8_t>(routing_.kind()));
+    out.put("routing.basis", routing_.basis());
 
     const std::size_t L = layers_.size();
     // One array a field of the layers.
@@ -162,6 +182,32 @@ SavedState Propagator<A, W, I>::save_state() const {
         out.put(side + "_signs", signs);
       }
     };
+    // Per layer its blocks' end; per block its peer, whether this rank counts
+    // it, and its entries' end; per entry its shard, slot and code.
+    std::vector<std::uint64_t> layer_blocks, entry_ends;
+    std::vector<std::int32_t> peers;
+    std::vector<std::uint8_t> counts;
+    std::vector<std::uint32_t> remote_shards, remote_slots;
+    std::vector<std::int8_t> codes;
+    for (const RemoteLayer& layer : remote_) {
+      for (const RemoteBlock& b : layer.blocks) {
+        peers.push_back(b.peer);
+        counts.push_back(b.counts);
+        remote_shards.insert(remote_shards.end(), b.shards.begin(), b.shards.end());
+        remote_slots.insert(remote_slots.end(), b.slots.begin(), b.slots.end());
+        codes.insert(codes.end(), b.codes.begin(), b.codes.end());
+        entry_ends.push_back(codes.size());
+      }
+      layer_blocks.push_back(peers.size());
+    }
+    out.put("remote.layer_block_ends", layer_blocks);
+    out.put("remote.block_peer", peers);
+    out.put("remote.block_counts", counts);
+    out.put("remote.block_entry_ends", entry_ends);
+    out.put("remote.shards", remote_shards);
+    out.put("remote.slots", remote_slots);
+    out.put("remote.codes", codes);
+
     put_frame("frame", frame_);
     put_frame("start_frame", start_frame_);
     const std::size_t m = observable_keys_.size();
@@ -171,13 +217,36 @@ SavedState Propagator<A, W, I>::save_state() const {
   });
 }
 
+template <typename A, int W, typename I>
+Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis,
+                                const SavedState& state)
+    : Propagator(Bare{}, std::move(config), std::move(basis_change), logical_num_modes, basis) {
+  // A damaged part fails on its rank only; every rank learns of it before the
+  // next collective step, so none waits for a rank that left.
+  std::exception_ptr error;
+  try {
+    restore(state);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  state_io::agree(config_.comm, error);
+  if (config_.comm.distributed()) check_remote_peers();
+}
+
 // The settings were restored by the constructor; this fills the rest.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::restore(const SavedState& state) {
-  // Every rank refuses alike, before anything is communicated after the routing.
-  if (config_.comm.distributed())
-    throw UsageError("loading onto " + std::to_string(config_.comm.size()) +
-                     " ranks is not supported yet; load in one process (comm=None or a one-rank communicator).");
+  const auto ranks = state.scalar<std::int32_t>("ranks");
+  const auto rank = state.scalar<std::int32_t>("rank");
+  if (ranks != routing_.ranks() || rank != rank_)
+    throw UsageError("this is the part of rank " + std::to_string(rank) + " of a save over " + std::to_string(ranks) +
+                     " ranks; load it as rank " + std::to_string(rank_) + " of " + std::to_string(routing_.ranks()) +
+                     " only if those agree: launch " + std::to_string(ranks) + " ranks.");
+  if (state.scalar<std::uint8_t>("routing.kind") != static_cast<std::uint8_t>(routing_.kind()) ||
+      state.get<std::uint64_t>("routing.basis") != routing_.basis())
+    throw UsageError(
+        "the save was made with another rank routing (monoprop_ROUTING, monoprop_ROUTING_SEED); set them as they "
+        "were when it was saved.");
   const std::size_t slots = 2 * static_cast<std::size_t>(config_.num_modes);
   n_parameters_ = state.scalar<std::int32_t>("n_parameters");
   n_gates_ = state.scalar<std::int32_t>("n_gates");
@@ -220,8 +289,6 @@ void Propagator<A, W, I>::restore(const SavedState& state) {
       state_io::damaged("layer " + std::to_string(l) + " reads a parameter outside the saved parameter axis");
     layers_.push_back(layer);
   }
-  remote_.assign(L, RemoteLayer{});
-
   restore_shards(state);
 
   const std::vector<std::string> frames = {"frame", "start_frame"};
@@ -279,6 +346,12 @@ template <typename A, int W, typename I>
 void Propagator<A, W, I>::restore_shards(const SavedState& state) {
   const auto saved_threads = static_cast<std::size_t>(state.scalar<std::int32_t>("threads"));
   const bool same = saved_threads == shards_.size();
+  // Splitmix routing deals terms to the ranks by T too: they would change rank.
+  if (!same && routing_.ranks() > 1 && !routing_.linear())
+    throw UsageError("the save was made with " + std::to_string(saved_threads) +
+                     " threads a rank and splitmix rank routing, under which the thread count decides the rank of a "
+                     "term; load it with monoprop_NUM_THREADS=" +
+                     std::to_string(saved_threads) + ".");
   struct Saved {
     std::vector<Key> keys;
     std::vector<double> base;
@@ -301,7 +374,7 @@ void Propagator<A, W, I>::restore_shards(const SavedState& state) {
 
   // Where each saved term goes: (shard, slot) now; first its shard, so that
   // every store is sized once.
-  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> moved(saved_threads);
+  Moves moved(saved_threads);
   std::vector<std::size_t> counts(shards_.size());
   for (std::size_t s = 0; s < saved_threads; ++s) {
     moved[s].resize(sizes[s]);
@@ -320,6 +393,7 @@ void Propagator<A, W, I>::restore_shards(const SavedState& state) {
         if ((i < saved[s].n_base) != before_graph) continue;
         const Key& key = saved[s].keys[i];
         const std::size_t t = moved[s][i].first;
+        if (!held_here(key)) state_io::damaged("shard " + std::to_string(s) + " holds a key of another rank");
         if (same && t != s) state_io::damaged("shard " + std::to_string(s) + " holds a key of another shard");
         Shard& shard = shards_[t];
         moved[s][i].second = static_cast<std::uint32_t>(shard.keys.size());
@@ -339,9 +413,82 @@ void Propagator<A, W, I>::restore_shards(const SavedState& state) {
   }
   if (same) {
     for (std::size_t s = 0; s < saved_threads; ++s) shards_[s].graph = std::move(graphs[s]);
-    return;
+  } else {
+    for (std::size_t l = 0; l < layers_.size(); ++l) reshard_layer(graphs, l, moved);
   }
-  for (std::size_t l = 0; l < layers_.size(); ++l) reshard_layer(graphs, l, moved);
+  restore_remote(state, sizes, moved);
+}
+
+// The entries this rank shares with others, per layer and peer, their terms
+// moved as `moved` says. An entry's place in its block is the order both
+// ranks exchange in, so it stays.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::restore_remote(const SavedState& state, const std::vector<std::size_t>& sizes,
+                                         const Moves& moved) {
+  const auto layer_blocks = state.get<std::uint64_t>("remote.layer_block_ends");
+  const auto peers = state.get<std::int32_t>("remote.block_peer");
+  const auto counts = state.get<std::uint8_t>("remote.block_counts");
+  const auto entry_ends = state.get<std::uint64_t>("remote.block_entry_ends");
+  const auto shards = state.get<std::uint32_t>("remote.shards");
+  const auto slots = state.get<std::uint32_t>("remote.slots");
+  const auto codes = state.get<std::int8_t>("remote.codes");
+  const std::size_t B = peers.size(), E = codes.size();
+  if (layer_blocks.size() != layers_.size() || counts.size() != B || entry_ends.size() != B || shards.size() != E ||
+      slots.size() != E || (B ? entry_ends.back() : 0) != E || (layers_.empty() ? 0 : layer_blocks.back()) != B)
+    state_io::damaged("the entries shared with other ranks do not fit together");
+  remote_.assign(layers_.size(), RemoteLayer{});
+  std::uint64_t block = 0, entry = 0;
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    RemoteLayer& layer = remote_[l];
+    int last_peer = -1;
+    if (layer_blocks[l] < block || layer_blocks[l] > B)
+      state_io::damaged("the entries shared with other ranks do not fit together");
+    for (; block < layer_blocks[l]; ++block) {
+      const int peer = peers[block];
+      if (peer <= last_peer || peer == rank_ || peer >= routing_.ranks() || counts[block] != (rank_ < peer) ||
+          entry_ends[block] <= entry || entry_ends[block] > E)
+        state_io::damaged("layer " + std::to_string(l) + " shares entries with ranks out of order");
+      last_peer = peer;
+      RemoteBlock b;
+      b.peer = peer;
+      b.counts = counts[block] != 0;
+      b.start = layer.entries;
+      for (; entry < entry_ends[block]; ++entry) {
+        const int code = codes[entry];
+        if (shards[entry] >= sizes.size() || slots[entry] >= sizes[shards[entry]] || code == 0 || code < -3 || code > 3)
+          state_io::damaged("layer " + std::to_string(l) + " shares an entry this rank does not hold");
+        const auto [shard, slot] = moved[shards[entry]][slots[entry]];
+        b.shards.push_back(shard);
+        b.slots.push_back(slot);
+        b.codes.push_back(static_cast<std::int8_t>(code));
+      }
+      layer.entries += b.size();
+      layer.blocks.push_back(std::move(b));
+    }
+    layer.offset = remote_entries_;
+    remote_entries_ += layer.entries;
+  }
+}
+
+// Every pair of ranks agrees on how many entries they share in each layer:
+// a replay swaps exactly that many values, so a mismatch would hang it.
+// Collective; throws on every rank alike.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::check_remote_peers() const {
+  const auto R = static_cast<std::size_t>(routing_.ranks()), L = layers_.size();
+  std::vector<std::uint64_t> mine(R * L, 0), theirs(R * L, 0);
+  for (std::size_t l = 0; l < L; ++l)
+    for (const RemoteBlock& b : remote_[l].blocks) mine[static_cast<std::size_t>(b.peer) * L + l] = b.size();
+  std::vector<mpi::Parcel> parcels;
+  for (std::size_t p = 0; p < R; ++p)
+    if (static_cast<int>(p) != rank_) parcels.push_back({static_cast<int>(p), &mine[p * L], L, &theirs[p * L], L});
+  config_.comm.exchange(parcels, sizeof(std::uint64_t));
+  std::exception_ptr error;
+  if (mine != theirs)
+    error = std::make_exception_ptr(
+        ArgumentError("the save is damaged: rank " + std::to_string(rank_) +
+                      " and a peer disagree on the graph entries they share; its parts are not of one save."));
+  state_io::agree(config_.comm, error);
 }
 
 // Layer l of the saved shards' graphs, re-encoded between the slots `moved`

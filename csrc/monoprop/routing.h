@@ -30,6 +30,9 @@ class Routing {
   int ranks() const { return ranks_; }
   int bits() const { return bits_; }
   bool linear() const { return kind_ == Kind::Linear; }
+  Kind kind() const { return kind_; }
+  // v_i per slot (linear routing over R > 1; empty otherwise).
+  const std::vector<std::uint64_t>& basis() const { return basis_; }
 
   // h_d of a monomial given by its words (0 unless linear over R > 1).
   std::uint64_t shift(const std::uint64_t* words, int n_words) const;

@@ -33,7 +33,7 @@ int thread_budget_from_environment() {
 
 MonomialPropagator::MonomialPropagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis)
     : config_(std::move(config)),
-      num_threads_(thread_budget_from_environment()),
+      num_threads_(config_.threads ? *config_.threads : thread_budget_from_environment()),
       basis_change_(std::move(basis_change)),
       logical_num_modes_(logical_num_modes),
       basis_(basis) {

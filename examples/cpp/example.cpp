@@ -71,6 +71,14 @@ class CountingPropagator final : public MonomialPropagator {
       generation_ = inner_->generation();
     });
   }
+  void continue_graph(const monoprop::CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
+                      std::optional<int> only_rotate_len_k) override {
+    guarded("build_graph", [&] {
+      inner_->truncation() = config_.truncation;
+      inner_->continue_graph(circuit, seed, only_rotate_len_k);
+      generation_ = inner_->generation();
+    });
+  }
 
   double expectation_value(const std::vector<double>& parameters, double pare = 0.0,
                            const std::vector<std::int32_t>* mapping = nullptr) const override {

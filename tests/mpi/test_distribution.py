@@ -17,7 +17,9 @@ term on exactly one rank, the identity once), and so must sizes and graph sizes.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -431,27 +433,153 @@ def test_wrong_comm_type_is_a_type_error():
         PauliPropagator(PauliOperator({"ZZ": 1.0}, 2), [], cutoff=4, comm="COMM_WORLD")
 
 
+def shared_folder(comm, tmp_path):
+    """A directory every rank of `comm` sees: its first rank's tmp_path."""
+    return Path(comm.bcast(str(tmp_path), root=0))
+
+
+def same_replay(a, b, theta) -> None:
+    value, gradient = a.expectation_value_and_gradient(theta)
+    other_value, other_gradient = b.expectation_value_and_gradient(theta)
+    assert other_value == value and other_gradient.tobytes() == gradient.tobytes()
+    assert (b.size(), b.graph_size(), b.n_parameters) == (a.size(), a.graph_size(), a.n_parameters)
+
+
 @pytest.mark.mpi
-def test_saving_is_refused_across_ranks_and_works_on_one(tmp_path):
-    """With more than one rank every rank refuses to save before writing anything, and to load;
-    on one rank the save loads back onto the communicator, bitwise."""
+@pytest.mark.parametrize("name", ["pauli-noise", "majorana-clifford"])
+def test_a_distributed_save_loads_bitwise_on_as_many_ranks(name, tmp_path):
+    """Every rank writes its part and reads it back: values, gradients and what an extension
+    adds are bitwise the saved propagator's; on one rank the save is an ordinary one."""
     import monoprop
 
-    dist, alone, theta, _ = built_pair(WORLD, "pauli-noise", gates=12)
-    before = dist.expectation_value_and_gradient(theta)
-    path = tmp_path / f"rank{WORLD.Get_rank()}"
-    if WORLD.Get_size() > 1:
-        with pytest.raises(RuntimeError, match=r"distributed over \d+ ranks is not supported yet"):
-            dist.save(path)
-        assert not path.exists()
-        alone_path = tmp_path / "alone"
-        alone.save(alone_path)
-        with pytest.raises(RuntimeError, match=r"loading onto \d+ ranks is not supported yet"):
-            monoprop.load(alone_path, comm=WORLD)
-        after = dist.expectation_value_and_gradient(theta)
-        assert after[0] == before[0] and after[1].tobytes() == before[1].tobytes()
-        return
-    dist.save(path)
-    loaded = monoprop.load(path, comm=WORLD)
-    value, gradient = loaded.expectation_value_and_gradient(theta)
-    assert value == before[0] and gradient.tobytes() == before[1].tobytes()
+    folder = shared_folder(WORLD, tmp_path)
+    dist, _, theta, circuit = built_pair(WORLD, name, gates=12)
+    shared = WORLD.allreduce(dist._engine.save_state()["remote.codes"].size)
+    assert (shared > 0) == (WORLD.Get_size() > 1)  # the save holds entries between ranks
+    dist.save(folder / "p")
+    ranks = WORLD.Get_size()
+    expected = {f"rank-{r}-of-{ranks}" for r in range(ranks)} if ranks > 1 else set()
+    assert set(monoprop.archive.parts(folder / "p")) == expected
+    loaded = monoprop.load(folder / "p", comm=WORLD)
+    same_replay(dist, loaded, theta)
+    twice = np.concatenate([theta, theta])
+    for p in (dist, loaded):
+        p.build_graph(circuit)
+    same_replay(dist, loaded, twice)
+    copied = copy.deepcopy(loaded)  # collective, through the same arrays
+    same_replay(loaded, copied, twice)
+
+
+@pytest.mark.mpi
+def test_a_save_loads_only_on_the_rank_count_it_was_made_on(tmp_path):
+    """Saved on 2 ranks (a half of the world when it has 4), it loads on 2 and is refused on
+    every rank of any other count; a one-process save is refused on several ranks."""
+    import monoprop
+
+    folder = shared_folder(WORLD, tmp_path)
+    ranks, rank = WORLD.Get_size(), WORLD.Get_rank()
+    pairs = WORLD.Split(rank // 2)
+    if pairs.Get_size() == 2:
+        dist, _, theta, _ = built_pair(pairs, "pauli-noise", gates=12)
+        path = folder / f"pair{rank // 2}"
+        dist.save(path)
+        same_replay(dist, monoprop.load(path, comm=pairs), theta)
+        with pytest.raises(ValueError, match=r"saved over 2 rank\(s\); this load has 1"):
+            monoprop.load(path)
+    WORLD.Barrier()
+    if ranks == 4:
+        with pytest.raises(ValueError, match=r"saved over 2 rank\(s\); this load has 4"):
+            monoprop.load(folder / "pair0", comm=WORLD)
+    alone, _, theta, _ = built_pair(MPI.COMM_SELF, "pauli-noise", gates=12)
+    single = folder / "single"
+    if rank == 0:
+        alone.save(single)
+    WORLD.Barrier()
+    if ranks > 1:
+        with pytest.raises(ValueError, match=rf"saved over 1 rank\(s\); this load has {ranks}"):
+            monoprop.load(single, comm=WORLD)
+    else:
+        same_replay(alone, monoprop.load(single, comm=WORLD), theta)
+
+
+@pytest.mark.mpi
+def test_a_missing_or_foreign_part_is_refused_on_every_rank(tmp_path):
+    import shutil
+
+    import monoprop
+
+    ranks = WORLD.Get_size()
+    folder = shared_folder(WORLD, tmp_path)
+    dist, _, theta, circuit = built_pair(WORLD, "pauli-noise", gates=12)
+    (folder / "mine").mkdir(exist_ok=True)
+    WORLD.Barrier()
+    with pytest.raises(FileExistsError, match="not a monoprop save"):
+        dist.save(folder / "mine")
+    same_replay(dist, dist, theta)  # still usable
+    if ranks == 1:
+        return  # a one-rank save has no parts
+    dist.save(folder / "a")
+    dist.build_graph(circuit)  # b is another propagator's save
+    dist.save(folder / "b")
+    first, last = f"rank-0-of-{ranks}", f"rank-{ranks - 1}-of-{ranks}"
+    if WORLD.Get_rank() == 0:
+        shutil.rmtree(folder / "a" / last)
+        shutil.rmtree(folder / "b" / first)
+        shutil.copytree(folder / "a" / first, folder / "b" / first)
+    WORLD.Barrier()
+    with pytest.raises(ValueError, match=f"part '{last}' is missing"):
+        monoprop.load(folder / "a", comm=WORLD)
+    with pytest.raises(ValueError, match="parts are of different saves"):
+        monoprop.load(folder / "b", comm=WORLD)
+
+
+@pytest.mark.mpi
+def test_a_checkpointed_build_resumes_across_ranks(tmp_path, monkeypatch):
+    """Stopped on every rank after its third checkpoint, loaded on the same ranks and resumed,
+    the build ends bitwise as an uninterrupted one."""
+    import monoprop
+    from monoprop import persistence
+
+    folder = shared_folder(WORLD, tmp_path)
+    family, config, _ = CASES["pauli-noise"]
+    observable, circuit, theta, occupied = random_problem(family, 6, 12, 11, 0, 2)
+    whole = make(family, observable, occupied, WORLD, **config)
+    whole.build_graph(circuit, seed_parameters=theta)
+    stopped = make(family, observable, occupied, WORLD, **config)
+    real_save = persistence.save
+
+    def stop_after_three(prop, path):
+        real_save(prop, path)
+        if prop._build.done == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(persistence, "save", stop_after_three)
+    with pytest.raises(KeyboardInterrupt):
+        stopped.build_graph(
+            circuit, seed_parameters=theta, checkpoint=folder / "ck", checkpoint_every=0
+        )
+    monkeypatch.setattr(persistence, "save", real_save)
+    resumed = monoprop.load(folder / "ck", comm=WORLD)
+    resumed.build_graph(circuit, seed_parameters=theta, resume=True)
+    same_replay(whole, resumed, theta)
+
+
+@pytest.mark.mpi
+def test_a_distributed_save_loads_at_another_thread_count(tmp_path, monkeypatch):
+    """Each rank deals its terms to its new shards, and the entries it shares with its peers
+    follow them: the same values and gradients up to rounding."""
+    import monoprop
+
+    folder = shared_folder(WORLD, tmp_path)
+    dist, _, theta, _ = built_pair(WORLD, "pauli-informed", gates=20)
+    shared = WORLD.allreduce(dist._engine.save_state()["remote.codes"].size)
+    assert (shared > 0) == (WORLD.Get_size() > 1)  # entries between ranks move too
+    dist.save(folder / "p")
+    monkeypatch.setenv("monoprop_NUM_THREADS", str(dist.num_threads + 1))
+    loaded = monoprop.load(folder / "p", comm=WORLD)
+    assert loaded.num_threads == dist.num_threads + 1
+    value, gradient = dist.expectation_value_and_gradient(theta)
+    other_value, other_gradient = loaded.expectation_value_and_gradient(theta)
+    assert abs(other_value - value) <= TOL
+    np.testing.assert_allclose(other_gradient, gradient, rtol=0, atol=TOL)
+    assert (loaded.size(), loaded.graph_size()) == (dist.size(), dist.graph_size())
