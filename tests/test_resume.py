@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_save_load import majorana_case, pauli_case
+from test_save_load import majorana_case, pauli_case, threads  # noqa: F401 (a fixture the tests use)
 
 import monoprop
 from monoprop import MajoranaPropagator, PauliPropagator, archive, persistence
@@ -53,18 +53,13 @@ def assert_bitwise(a, b, x) -> None:
         assert other_value == value and other_gradient.tobytes() == gradient.tobytes()
 
 
-@pytest.fixture(params=[1, 2], ids=["T1", "T2"])
-def threads(request, monkeypatch):
-    monkeypatch.setenv("monoprop_NUM_THREADS", str(request.param))
-    return request.param
-
-
 @pytest.mark.parametrize("family", ["pauli", "majorana"])
 @pytest.mark.parametrize("picture", ["heisenberg", "schrodinger"])
 @pytest.mark.parametrize("seeded", [True, False], ids=["seeded", "structural"])
 @pytest.mark.parametrize("earlier", [False, True], ids=["first", "extension"])
+@pytest.mark.usefixtures("threads")
 def test_a_build_in_pieces_records_the_graph_of_one_build(
-    family, picture, seeded, earlier, threads, tmp_path
+    family, picture, seeded, earlier, tmp_path
 ):
     """checkpoint_every=0 saves after every piece, and pieces stay one layer long."""
     whole, circuit, x = fresh(family, picture)
@@ -161,8 +156,9 @@ def run_and_kill(tmp_path: Path, stall_after: int, family: str, picture: str) ->
     ("family", "picture"),
     [("pauli", "heisenberg"), ("pauli", "schrodinger"), ("majorana", "heisenberg")],
 )
+@pytest.mark.usefixtures("threads")
 def test_a_build_killed_with_sigkill_resumes_and_matches_an_uninterrupted_build(
-    family, picture, threads, tmp_path
+    family, picture, tmp_path
 ):
     done = run_and_kill(tmp_path, 7, family, picture)
     resumed = monoprop.load(tmp_path / "ck")
