@@ -5,7 +5,8 @@
 // order (the graph names slots), the coefficients a replay starts from and
 // the graph's layers as their encoded bytes and sections; the layers'
 // parameters and noise; the Clifford frames; the Schrodinger observable; the
-// settings and counters. What can be derived is rebuilt: the hash index and
+// settings and counters; on several ranks, each rank's part, with the graph
+// entries it shares with each peer. What can be derived is rebuilt: the hash index and
 // bit columns of every store, the entry counts, the replay caches. A load
 // checks what it reads against itself (every key in the shard that owns it,
 // no key twice, every graph entry inside its bytes and naming held slots),
@@ -239,9 +240,10 @@ void Propagator<A, W, I>::restore(const SavedState& state) {
   const auto ranks = state.scalar<std::int32_t>("ranks");
   const auto rank = state.scalar<std::int32_t>("rank");
   if (ranks != routing_.ranks() || rank != rank_)
-    throw UsageError("this is the part of rank " + std::to_string(rank) + " of a save over " + std::to_string(ranks) +
-                     " ranks; load it as rank " + std::to_string(rank_) + " of " + std::to_string(routing_.ranks()) +
-                     " only if those agree: launch " + std::to_string(ranks) + " ranks.");
+    throw UsageError("this part was saved by rank " + std::to_string(rank) + " of " + std::to_string(ranks) +
+                     ", and this load runs as rank " + std::to_string(rank_) + " of " +
+                     std::to_string(routing_.ranks()) + "; load a save on as many ranks as saved it (" +
+                     std::to_string(ranks) + ").");
   if (state.scalar<std::uint8_t>("routing.kind") != static_cast<std::uint8_t>(routing_.kind()) ||
       state.get<std::uint64_t>("routing.basis") != routing_.basis())
     throw UsageError(
