@@ -21,9 +21,17 @@ from typing import Any
 
 from .objective import Evaluation, Objective, value_and_grad
 from .saved_graph import load_or_build
-from .scipy_minimize import minimize
+from .scipy_minimize import Segment, minimize
 
-__all__ = ["Evaluation", "Objective", "load_or_build", "minimize", "run_study", "value_and_grad"]
+__all__ = [
+    "Evaluation",
+    "Objective",
+    "Segment",
+    "load_or_build",
+    "minimize",
+    "run_study",
+    "value_and_grad",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -116,6 +116,7 @@ class Objective:
 
     @property
     def n_parameters(self) -> int:
+        """The length of a parameter vector: the propagator's graph parameter count."""
         return self._guard.n_parameters
 
     @property
@@ -130,6 +131,7 @@ class Objective:
 
     @property
     def can_rebuild(self) -> bool:
+        """Whether a ``rebuild`` callable was given (needed to reseed or to recover)."""
         return self._guard.rebuild is not None
 
     def reseed(self, x: Any) -> None:

@@ -13,8 +13,9 @@ from monoprop.validation import check_int
 
 from .guard import Rebuild
 from .objective import Objective
+from .segments import STALLED_RESEEDS, Reseed, Run, Segment
 
-__all__ = ["minimize"]
+__all__ = ["Segment", "minimize"]
 
 # scipy's methods that never ask for a gradient; the rest get value and gradient together.
 _GRADIENT_FREE = {"nelder-mead", "powell", "cobyla", "cobyqa"}
@@ -47,22 +48,33 @@ def minimize(
     of ``x``; raising ``StopIteration`` ends the run. ``progress=True`` shows a tqdm bar with
     the current energy on stderr (under MPI, pass ``progress=comm.rank == 0``).
 
-    ``reseed_every=k`` replaces the propagator every ``k`` iterations by ``rebuild(x)`` at the
-    current point, so that coefficient-informed truncation (``lower_atol``/``upper_atol``)
-    follows the optimiser; ``rebuild(seed)`` must construct a propagator and call
-    ``build_graph(circuit, seed_parameters=seed)``.
+    Reseeding: a graph truncated with ``lower_atol``/``upper_atol`` keeps the branches that
+    matter at its seed parameters, and grows less faithful as the optimiser moves away.
+    ``reseed_every=k`` runs the optimisation as a sequence of segments: each is a fresh
+    ``scipy.optimize.minimize`` on one graph; a segment that reaches ``k`` iterations stops,
+    the propagator is replaced by ``rebuild(x)`` at its last point, and the next segment
+    starts there (a method's line search or curvature history is never carried across a
+    change of function). The call ends when a segment stops on its own (converged, failed or
+    at a limit), or when three graphs in a row, each fresh at its seed, give there no value
+    below the best such value before them: seeded truncation can cycle between graphs, each
+    one's optimum seeding a graph whose optimum lies back near the last. That end has
+    ``success=False``, ``status=2`` and a message that says so, at the last point on its
+    fresh graph. ``options["maxiter"]``, ``maxfun``/``maxfev``, ``callback``, ``progress`` and
+    ``history`` span the whole call; ``success``, ``status`` and ``message`` are those of the
+    last segment, ``nit`` and ``nfev`` add up the segments. ``rebuild(seed)`` must construct a
+    propagator and call ``build_graph(circuit, seed_parameters=seed)``.
 
-    Returns scipy's ``OptimizeResult`` with, in addition, ``history`` (this run's
-    :class:`Evaluation` records, one per replay), ``refreshes``, ``rebuilds`` and
-    ``objective``.
+    Returns scipy's ``OptimizeResult`` with, in addition, ``segments`` (the :class:`Segment`
+    records; one without reseeding), ``history`` (this call's :class:`Evaluation` records,
+    one per replay), ``refreshes``, ``rebuilds`` and ``objective``.
 
     >>> import numpy as np
     >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
     >>> prop = PauliPropagator(PauliOperator({"Z": 1.0}, 1), [], cutoff=1)
     >>> prop.build_graph(Circuit([ExpGate(PauliOperator({"X": 1.0}, 1))], 1))
     >>> result = minimize(prop, [0.1])        # <Z> = cos(2θ), least at θ = π/2 + kπ
-    >>> round(result.fun, 8), len(result.history) == result.nfev
-    (-1.0, True)
+    >>> round(result.fun, 8), len(result.history) == result.nfev, len(result.segments)
+    (-1.0, True, 1)
     """
     if isinstance(problem, Objective):
         if rebuild is not None or pare_threshold is not None:
@@ -73,47 +85,87 @@ def minimize(
         objective = problem
     else:
         objective = Objective(problem, pare_threshold=pare_threshold, rebuild=rebuild)
-    x0 = _start(x0, objective.n_parameters)
+    x = _start(x0, objective.n_parameters)
     reseed_every = _reseed_interval(reseed_every, objective)
     uses_gradient = callable(method) or str(method).lower() not in _GRADIENT_FREE
-    user_callback = _as_scipy_calls(callback)
+    options = dict(options or {})
     first_evaluation = len(objective.history)
     refreshes, rebuilds = objective.refreshes, objective.rebuilds
     bar = _progress_bar(options) if progress else None
-    iteration = 0
-
-    def step(intermediate_result: Any) -> None:
-        nonlocal iteration
-        iteration += 1
-        result = _intermediate(intermediate_result, objective)
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix_str(f"energy={result.fun:.10g}", refresh=False)
-        if user_callback is not None:
-            user_callback(result)
-        if reseed_every and iteration % reseed_every == 0:
-            objective.reseed(result.x)
-
+    run = Run(objective.value, _as_scipy_calls(callback), bar, reseed_every, options)
+    segments: list[Segment] = []
     try:
-        result = scipy.optimize.minimize(
-            objective if uses_gradient else objective.value_only,
-            x0,
-            jac=True if uses_gradient else None,
-            method=method,
-            bounds=bounds,
-            constraints=constraints,
-            tol=tol,
-            options=options,
-            callback=step,
-        )
+        while True:
+            start = run.iterations
+            function = run.segment(objective if uses_gradient else objective.value_only)
+            try:
+                result = scipy.optimize.minimize(
+                    function,
+                    x,
+                    jac=True if uses_gradient else None,
+                    method=method,
+                    bounds=bounds,
+                    constraints=constraints,
+                    tol=tol,
+                    options=run.segment_options(),
+                    callback=run.step,
+                )
+            except Reseed as reseed:
+                segment = Segment(start, run.iterations, function.calls, reseed.fun, "reseed")
+                x = reseed.x
+                objective.reseed(x)
+                # The next segment's first evaluation, served to scipy from the cache.
+                seeded_value, gradient = objective(x)
+                if not run.stalls(seeded_value):
+                    segments.append(segment)
+                    continue
+                # The fresh graph's evaluation counts with the segment that asked for it.
+                segment = segment._replace(nfev=segment.nfev + 1, reason=_stall_message(run))
+                segments.append(segment)
+                result = _stalled(x, seeded_value, gradient, segment, uses_gradient)
+                break
+            end = start + int(result.get("nit", run.iterations - start))
+            nfev = int(result.get("nfev", function.calls))
+            segments.append(Segment(start, end, nfev, float(result.fun), result.message))
+            break
     finally:
         if bar is not None:
             bar.close()
+    _add_up(result, segments)
+    result.segments = segments
     result.history = objective.history[first_evaluation:]
     result.refreshes = objective.refreshes - refreshes
     result.rebuilds = objective.rebuilds - rebuilds
     result.objective = objective
     return result
+
+
+def _stalled(x, value, gradient, last: Segment, uses_gradient) -> scipy.optimize.OptimizeResult:
+    """The call's result when reseeding stopped paying: the last point, on its fresh graph."""
+    result = scipy.optimize.OptimizeResult(
+        x=x, fun=value, nit=last.end, nfev=last.nfev, success=False, status=2, message=last.reason
+    )
+    if uses_gradient:
+        result.update(jac=gradient, njev=last.nfev)
+    return result
+
+
+def _stall_message(run: Run) -> str:
+    return (
+        f"reseeding stopped lowering the energy: {STALLED_RESEEDS} graphs in a row, each seeded "
+        f"at the optimiser's point, gave no value there below {run.best_seeded:.10g}; seeded "
+        "truncation cycles between graphs here (a smaller lower_atol makes them agree)"
+    )
+
+
+def _add_up(result: scipy.optimize.OptimizeResult, segments: list[Segment]) -> None:
+    """Iterations and evaluations of the whole call, on the last segment's result."""
+    earlier = sum(s.nfev for s in segments[:-1])
+    if "nit" in result:
+        result.nit = segments[-1].end
+    for key in ("nfev", "njev"):
+        if key in result:
+            result[key] = int(result[key]) + earlier
 
 
 def _start(x0: Any, n_parameters: int) -> np.ndarray:
@@ -155,14 +207,6 @@ def _as_scipy_calls(callback: Callable | None) -> Callable | None:
     if parameters == {"intermediate_result"}:
         return lambda result: callback(intermediate_result=result)
     return lambda result: callback(np.copy(result.x))
-
-
-def _intermediate(reported: Any, objective: Objective) -> scipy.optimize.OptimizeResult:
-    """scipy reports an OptimizeResult (most methods) or the bare point (TNC, COBYLA)."""
-    if isinstance(reported, scipy.optimize.OptimizeResult) and "fun" in reported:
-        return reported
-    x = np.array(reported.x if isinstance(reported, scipy.optimize.OptimizeResult) else reported)
-    return scipy.optimize.OptimizeResult(x=x, fun=objective.value(x))
 
 
 def _progress_bar(options: dict | None):

@@ -147,8 +147,11 @@ def run_study(
     ``OptimizeResult``. Multi-objective trials are not pruned (Optuna cannot report them).
 
     Each finished trial records the user attributes ``energy``, ``terms``, ``graph_size``,
-    ``graph_entries``, ``replays``, ``iterations``, ``refreshes``, ``rebuilds`` and
-    ``wall_time``; a pruned one records those it has. Term and graph counts are summed over
+    ``graph_entries``, ``replays``, ``iterations``, ``segments`` (scipy runs: more than one
+    when ``reseed_every`` rebuilt the graph), ``message`` (why the optimisation ended),
+    ``refreshes``, ``rebuilds`` and ``wall_time``; a pruned one records those it has. A trial
+    that reseeds reports its energy at every iteration of every segment, numbered over the
+    whole trial. Term and graph counts are summed over
     the ranks of ``comm``. Returns the study on rank 0, ``None`` on the other ranks.
 
     A trial whose ``make_problem`` or optimisation raises is stored as failed and the error is
@@ -284,7 +287,12 @@ def _attributes(objective: Objective | None, result: Any, comm, start: float) ->
         rebuilds=objective.rebuilds,
     )
     if result is not None:
-        attributes.update(energy=float(result.fun), iterations=int(result.get("nit", 0)))
+        attributes.update(
+            energy=float(result.fun),
+            iterations=int(result.get("nit", 0)),
+            segments=len(result.segments),
+            message=str(result.message),
+        )
     return attributes
 
 

@@ -52,8 +52,38 @@ def test_each_trial_is_a_minimize_run_with_its_costs_recorded():
         assert attributes["graph_size"] == list(prop.graph_size())
         assert attributes["graph_entries"] == sum(prop.graph_size())
         assert attributes["refreshes"] == attributes["rebuilds"] == 0
+        assert attributes["segments"] == 1 and attributes["message"] == expected.message
         assert attributes["wall_time"] > 0
         # Every iteration's energy was reported, the last one the optimum.
+        steps = trial.intermediate_values
+        assert sorted(steps) == list(range(expected.nit))
+        assert steps[expected.nit - 1] == pytest.approx(expected.fun, abs=1e-12)
+
+
+def reseeding(trial):
+    """A graph that each trial rebuilds at its point every few iterations."""
+    problem = Problem("pauli", 1, num_gates=8)
+
+    def rebuild(seed):
+        return problem.propagator(seed_parameters=seed)
+
+    x0 = np.full(problem.propagator().n_parameters, trial.suggest_float("start", 0.2, 0.4))
+    return rebuild(x0), x0, {"method": "BFGS", "reseed_every": 3, "rebuild": rebuild}
+
+
+def test_a_trial_that_reseeds_reports_every_iteration_of_every_segment():
+    study = run_study(reseeding, n_trials=2, storage=optuna.storages.InMemoryStorage())
+    for trial in study.trials:
+        assert trial.state == TrialState.COMPLETE
+        prop, x0, settings = reseeding(optuna.trial.FixedTrial(trial.params))
+        expected = minimize(prop, x0, **settings)
+        assert len(expected.segments) > 1
+        attributes = trial.user_attrs
+        assert trial.value == attributes["energy"] == expected.fun
+        assert attributes["segments"] == len(expected.segments)
+        assert attributes["message"] == expected.message
+        assert attributes["iterations"] == expected.nit
+        assert attributes["rebuilds"] == expected.rebuilds > 0
         steps = trial.intermediate_values
         assert sorted(steps) == list(range(expected.nit))
         assert steps[expected.nit - 1] == pytest.approx(expected.fun, abs=1e-12)
