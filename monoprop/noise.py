@@ -13,6 +13,12 @@ in the conventions of ``qiskit_aer.noise``. Qubit channels:
 * ``pauli_lindblad(generators, rates)``: ``Π_k exp(λ_k (Q_k ρ Q_k − ρ))``, and
   :func:`from_pauli_lindblad_map` for Qiskit's ``PauliLindbladMap``.
 
+:func:`after_gates` puts channels after the gates of a circuit ("1% depolarizing after every
+two-qubit gate"); ``from_qiskit_circuit(..., noise_model=...)`` reads a ``qiskit_aer``
+``NoiseModel`` into these channels, and into a ``"relaxation"`` channel (Pauli scaling, then a
+decay ``I → I + t Z`` per qubit) for a decay none of them is, as thermal relaxation towards an
+excited population.
+
 Fermionic channels on mode ``j`` (Majoranas ``m_2j``, ``m_2j+1``; ``n_j`` its number operator,
 ``a_j`` its annihilator), for Majorana circuits:
 
@@ -53,7 +59,7 @@ to ``(1 − γ)`` times itself plus ``−γ`` (its value on the empty mode). Dec
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
 from typing import Any, Literal
@@ -62,6 +68,7 @@ from .validation import check_int
 
 __all__ = [
     "Channel",
+    "after_gates",
     "amplitude_damping",
     "bit_flip",
     "bit_phase_flip",
@@ -107,6 +114,7 @@ class _Part:
 class Channel:
     """A noise channel in a circuit's gate list; build one with this module's functions.
 
+    ``name`` is the function that built it (``"depolarizing"``, ``"amplitude_damping"``, ...);
     ``family`` is ``"pauli"`` or ``"majorana"``; ``sites`` the qubits or modes it acts on;
     ``rate`` its fixed rate(s), or None when ``index`` names parameter slots.
     """
@@ -400,6 +408,153 @@ def from_pauli_lindblad_map(plm: Any) -> Channel:
         ) from None
     generators = [(label, list(qubits)) for label, qubits, _ in terms]
     return pauli_lindblad(generators, [float(rate) for _, _, rate in terms])
+
+
+def _relaxation(
+    sites: Sequence[int], fidelities: Mapping[str, float], decays: Mapping[int, float]
+) -> Channel:
+    """A fixed qubit channel: first a Pauli-diagonal map that scales each Pauli string ``P`` on
+    ``sites`` by ``fidelities[P]`` (label character ``j`` on ``sites[j]``, identity label left
+    out), then, for each position ``j`` in ``decays``, the decay ``I → I + t Z`` on
+    ``sites[j]`` (Schrödinger; in the Heisenberg picture ``Z → Z + t I``), ``t = decays[j]``.
+
+    Amplitude damping is the case ``X, Y → √(1 − γ)``, ``Z → 1 − γ``, ``t = γ``; thermal
+    relaxation towards an excited population ``p₁`` has ``t = (1 − f_Z)(1 − 2 p₁)``. The
+    diagonal part is one select layer per distinct scale on 1 or 2 qubits; on 3 or more it is
+    the Pauli-Lindblad map with those fidelities (every one must be positive).
+    """
+    sites = _qubits(sites, "relaxation", most=None)
+    k = len(sites)
+    scales = {label: float(f) for label, f in fidelities.items() if f != 1.0}
+    layers: list[tuple] = []
+    if k <= 2:
+        by_scale: dict[float, int] = {}
+        for label, f in scales.items():
+            by_scale[f] = by_scale.get(f, 0) | (1 << _code(sites, label))
+        slots = _pauli_slots(sites)
+        layers += [(_SELECT, slots, _LINEAR, f, 0.0, pats) for f, pats in by_scale.items()]
+    elif scales:
+        for label, lam in _lindblad_rates(fidelities).items():
+            on = [(q, letter) for q, letter in zip(sites, label, strict=True) if letter != "I"]
+            key = tuple(sorted(2 * q + s for q, letter in on for s in _LETTER_SLOTS[letter]))
+            layers.append((_DAMP, key, _EXP, -2.0 * lam, 0.0, 0))
+    for j, t in sorted(decays.items()):
+        if t != 0.0:
+            q = sites[j]
+            layers.append((_TRANSFER, (2 * q, 2 * q + 1), _LINEAR, float(t), 0.0, 0))
+    rate = (
+        ("fidelities", tuple(sorted(scales.items()))),
+        ("decays", tuple((sites[j], float(t)) for j, t in sorted(decays.items()) if t != 0.0)),
+    )
+    part = _Part(None, _layers(layers, None), 0.0, 0.0)
+    return Channel("relaxation", "pauli", sites, rate, None, [part])
+
+
+def _lindblad_rates(fidelities: Mapping[str, float]) -> dict[str, float]:
+    """The rates ``λ_Q`` of the Pauli-Lindblad map ``Π_Q exp(λ_Q (Q ρ Q − ρ))`` with the given
+    Pauli fidelities ``f_P`` (labels of one length ``k``; missing ones are 1; all positive).
+
+    The map scales ``P`` by ``exp(−Σ_Q λ_Q (1 − χ_PQ))``, ``χ_PQ = ±1`` as ``P`` and ``Q``
+    commute or not. The characters are orthogonal, ``Σ_Q χ_PQ χ_QR = 4^k δ_PR``, which
+    inverts ``ln f_P = −Σ_Q λ_Q (1 − χ_PQ)`` to ``λ_Q = 4^−k Σ_P χ_PQ ln f_P`` (``Q ≠ I``).
+    """
+    lengths = {len(label) for label in fidelities}
+    if len(lengths) != 1:
+        raise ValueError(f"Pauli fidelities need labels of one length; got {sorted(fidelities)}.")
+    (k,) = lengths
+    labels = ["".join(t) for t in product("IXYZ", repeat=k)]
+    logs = {}
+    for label in labels[1:]:
+        f = float(fidelities.get(label, 1.0))
+        if not f > 0.0:
+            raise ValueError(
+                f"the Pauli fidelity of {label!r} is {f!r}: a Pauli-diagonal map on {k} qubits is "
+                "a Pauli-Lindblad map only when every fidelity is positive."
+            )
+        logs[label] = math.log(f)
+    return {
+        q: sum(-v if _anticommute_strings(p, q) else v for p, v in logs.items()) / 4**k
+        for q in labels[1:]
+    }
+
+
+# -- noise after gates ------------------------------------------------------------------------
+
+
+def after_gates(circuit: Any, channel_for_gate: Callable[[Any, tuple[int, ...]], Any]) -> Any:
+    """A copy of ``circuit`` with noise after its gates.
+
+    ``channel_for_gate(gate, sites)`` is called for every gate (``ExpGate`` or
+    ``CliffordGate``; channels already in the circuit are kept and skipped), with ``sites`` the
+    sorted qubits (or modes) the gate acts on, and returns a channel, a list of channels, or
+    ``None``; the channels go right after the gate, in the order returned. Parameters and
+    initial state carry over; channels whose rates take parameter slots (``index=``) must
+    extend the circuit's slots without gaps.
+
+    1% depolarizing after every two-qubit gate:
+
+    >>> from monoprop import Circuit, CliffordGate, ExpGate, PauliOperator, PauliPropagator
+    >>> rx = ExpGate(PauliOperator({"X": 1.0}, 2))
+    >>> circuit = Circuit([rx, CliffordGate.cx(0, 1, 2)], 2, parameters=[0.3])
+    >>> def noise_for(gate, qubits):
+    ...     return depolarizing(0.01, qubits) if len(qubits) == 2 else None
+    >>> noisy = after_gates(circuit, noise_for)
+    >>> noisy.gates[2]
+    Channel('depolarizing', sites=(0, 1), rate=0.01)
+    >>> prop = PauliPropagator(PauliOperator({"IZ": 1.0}, 2), [], cutoff=4)
+    >>> prop.propagate(noisy)
+    >>> round(prop.expectation_value(), 12)  # <Z1> after the cx is (1 − 0.01) cos(2 · 0.3)
+    0.817082258761
+    """
+    from .circuit import Circuit  # circuit.py imports this module
+
+    if not isinstance(circuit, Circuit):
+        raise TypeError(
+            f"after_gates takes a monoprop Circuit; got {type(circuit).__name__}. Convert a "
+            "Qiskit circuit with from_qiskit_circuit first (or give it noise_model=...)."
+        )
+    if not callable(channel_for_gate):
+        raise TypeError(
+            f"channel_for_gate must be a function (gate, sites) -> channel, list of channels or "
+            f"None; got {channel_for_gate!r}."
+        )
+    gates: list[Any] = []
+    for pos, gate in enumerate(circuit.gates):
+        gates.append(gate)
+        if not isinstance(gate, Channel):
+            returned = channel_for_gate(gate, _gate_sites(gate))
+            gates += _returned_channels(returned, pos)
+    state = circuit.initial_state if circuit._state_given else None
+    return Circuit(gates, circuit.system_size, circuit.parameters, state)
+
+
+def _gate_sites(gate: Any) -> tuple[int, ...]:
+    """The sorted qubits (Pauli family) or modes (Majorana family) a gate's terms touch."""
+    operators = [gate.generator] if hasattr(gate, "generator") else [op for op, _ in gate.factors]
+    sites: set[int] = set()
+    for operator in operators:
+        for key, c in operator.terms.items():
+            if c == 0:
+                continue
+            if gate.family == "pauli":
+                sites.update(key.qubits)
+            else:
+                sites.update(i // 2 for i in getattr(key, "indices", key))
+    return tuple(sorted(sites))
+
+
+def _returned_channels(returned: Any, pos: int) -> list[Channel]:
+    if returned is None:
+        return []
+    if isinstance(returned, Channel):
+        return [returned]
+    items = list(returned) if isinstance(returned, (list, tuple)) else None
+    if items is None or not all(isinstance(c, Channel) for c in items):
+        raise TypeError(
+            f"channel_for_gate returned {returned!r} for gate {pos}; return a monoprop.noise "
+            "channel, a list of them, or None."
+        )
+    return items
 
 
 # -- fermionic channels -----------------------------------------------------------------------

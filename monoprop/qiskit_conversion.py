@@ -16,6 +16,7 @@ of commuting Pauli strings. Global phases are dropped. :func:`to_qiskit_circuit`
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -38,6 +39,12 @@ from ._qiskit_gates import (
     GateBuilder,
     check_instruction,
     instruction_steps,
+)
+from ._qiskit_noise import (
+    NoiseModelReader,
+    error_channels,
+    error_instruction,
+    instruction_key,
 )
 from .circuit import Circuit
 from .clifford import CliffordGate
@@ -146,7 +153,11 @@ def parameter_slots(circuit: QuantumCircuit) -> dict[Parameter, int]:
 
 
 def from_qiskit_circuit(
-    circuit: QuantumCircuit, initial_state: Iterable[int] | None, *, clifford_angles: bool = False
+    circuit: QuantumCircuit,
+    initial_state: Iterable[int] | None,
+    *,
+    clifford_angles: bool = False,
+    noise_model: Any = None,
 ) -> Circuit:
     """Convert a Qiskit circuit to a Pauli-family ``Circuit`` of rotations and Clifford gates.
 
@@ -199,6 +210,27 @@ def from_qiskit_circuit(
     The circuit must hold a single quantum register. ``initial_state`` lists the qubits in
     ``|1>`` (``[]`` for ``|0…0>``; ``None`` leaves it to the propagator).
 
+    **Noise.** ``noise_model``, a ``qiskit_aer.noise.NoiseModel``, puts its errors where
+    ``AerSimulator(noise_model=...)`` would on this circuit, as :mod:`monoprop.noise` channels
+    of fixed rate: after each instruction, on its qubits, the error for the instruction's
+    label (if it has one) or name, the error for those exact qubits taking the place of the
+    all-qubit one. Names are matched as the instructions stand in the circuit: a ``cz`` gets
+    no error of a model that names ``ecr`` only, and the gates inside a composite gate get none
+    of their own, so transpile first (``transpile(qc, basis_gates=noise_model.basis_gates)``);
+    a ``UserWarning`` says when no error matched at all. ``id`` and ``delay`` take their
+    errors, ``barrier`` none (a ``pauli`` instruction takes its error here, though qiskit-aer
+    0.18 gives it none); the model's custom passes (the delay relaxation of
+    ``NoiseModel.from_backend``) run first, and a ``QuantumError`` appended to the circuit is
+    converted in place. Errors become channels by their Pauli transfer matrix: Pauli and
+    depolarizing errors ``depolarizing``, a flip or ``pauli_channel`` (``pauli_lindblad`` on 3
+    or more qubits), ``PauliLindbladError`` ``pauli_lindblad``, amplitude damping
+    ``amplitude_damping``, phase damping ``phase_flip``, thermal relaxation
+    ``amplitude_damping`` and ``phase_flip`` (a ``"relaxation"`` channel with an excited
+    population, and for composed errors that decay). Coherent unitary and other Kraus errors
+    that mix Paulis raise ``ValueError`` naming the error and the instruction, and so do
+    readout errors (a propagated expectation value has no measured bits; build the model
+    without them).
+
     >>> qc = QuantumCircuit(2)
     >>> _ = qc.rx(0.5, 0)
     >>> _ = qc.rzz(0.3, 0, 1)
@@ -225,14 +257,48 @@ def from_qiskit_circuit(
     >>> _ = qc.rzz(-math.pi / 2, 0, 1)
     >>> from_qiskit_circuit(qc, [], clifford_angles=True).gates
     (CliffordGate(factors=[(PauliOperator(1 terms, 2 qubits: 1.0*Pauli('ZZ', (0, 1))), 1)]),)
+
+    A noise model with 1% depolarizing after every ``cx`` and amplitude damping after ``sx`` on
+    qubit 1 only:
+
+    >>> from qiskit_aer.noise import NoiseModel, amplitude_damping_error, depolarizing_error
+    >>> model = NoiseModel()
+    >>> model.add_all_qubit_quantum_error(depolarizing_error(0.01, 2), ["cx"])
+    >>> model.add_quantum_error(amplitude_damping_error(0.05), ["sx"], [1])
+    >>> qc = QuantumCircuit(2)
+    >>> _ = qc.sx(0)
+    >>> _ = qc.sx(1)
+    >>> _ = qc.cx(1, 0)
+    >>> noisy = from_qiskit_circuit(qc, [], noise_model=model)
+    >>> [getattr(g, "name", "gate") for g in noisy]
+    ['gate', 'gate', 'amplitude_damping', 'gate', 'depolarizing']
+    >>> [(c.sites, round(c.rate, 12)) for c in noisy.channels]
+    [((1,), 0.05), ((1, 0), 0.01)]
     """
+    reader = None if noise_model is None else NoiseModelReader(noise_model)
+    if reader is not None:
+        circuit = reader.prepared(circuit)
     n = _single_register_width(circuit)
     builder = GateBuilder(n, parameter_slots(circuit), bool(clifford_angles))
+    placed: dict[int, Any] = {}  # converted errors of quantum_channel instructions
+    keys: set[str] = set()
     for pos, instruction in enumerate(circuit.data):
-        where = f"Instruction {pos} ({instruction.operation.name})"
-        check_instruction(instruction, where)
+        operation = instruction.operation
+        where = f"Instruction {pos} ({operation.name})"
         qubits = [circuit.find_bit(q).index for q in instruction.qubits]
-        builder.add(instruction_steps(instruction.operation, where), qubits, where)
+        error = error_instruction(operation)
+        if error is not None:
+            context = f"{where} on qubits {qubits}: the error"
+            builder.gates += error_channels(error, qubits, context, placed)
+            continue
+        check_instruction(instruction, where)
+        builder.add(instruction_steps(operation, where), qubits, where)
+        if reader is not None:
+            builder.gates += reader.channels(operation, qubits, where)
+            keys.add(instruction_key(operation))
+    message = None if reader is None else reader.unused_warning(keys)
+    if message is not None:
+        warnings.warn(message, UserWarning, stacklevel=2)
     return builder.circuit(initial_state)
 
 
