@@ -26,6 +26,7 @@ from .exceptions import (
     MultiShardUnsupported,
     NumberOfModesInvalidError,
     StaleFunctionalError,
+    ToleranceWarning,
 )
 from .fermi import FermiOperator, FermiString
 from .integral_conversion import integrals_to_fermion
@@ -58,6 +59,7 @@ __all__ = [
     "PauliOperator",
     "PauliPropagator",
     "StaleFunctionalError",
+    "ToleranceWarning",
     "__build_type__",
     "__version__",
     "antihermitian_generator_correction",

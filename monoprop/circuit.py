@@ -64,6 +64,10 @@ class ExpGate:
     parameter vector (``None`` = one slot per gate, in order). A NaN or infinite ``atol`` or
     generator coefficient raises ``ValueError`` (a NaN term would otherwise be dropped).
 
+    Attributes: ``family`` (``"pauli"`` or ``"majorana"``), ``generator`` (the stored
+    operator ``H``, without the dropped terms), ``index`` (the parameter slot, an int, or
+    None) and ``system_size`` (qubits or modes of the generator).
+
     >>> from monoprop.pauli import PauliOperator
     >>> gate = ExpGate(PauliOperator({"XX": 0.5, "ZZ": 1e-12}, 2), index=0)
     >>> gate.family, gate.system_size, len(gate.generator)

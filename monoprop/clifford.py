@@ -55,7 +55,8 @@ class CliffordGate:
     ``ExpGate`` at a bound angle.
 
     ``factors`` lists ``(generator, quarter_turns)`` in application order: one for a gate made
-    by the constructor, several for a named gate such as ``h``.
+    by the constructor, several for a named gate such as ``h``. ``family`` is ``"pauli"`` or
+    ``"majorana"``, and ``system_size`` the number of qubits or modes the gate acts on.
 
     >>> gate = CliffordGate(PauliOperator({"XX": 1.0}, 2))      # exp(+i π/4 X0 X1)
     >>> gate.family, gate.system_size, len(gate.factors)

@@ -38,3 +38,15 @@ class MultiShardUnsupported(RuntimeError):
     >>> issubclass(MultiShardUnsupported, RuntimeError)
     True
     """
+
+
+class ToleranceWarning(UserWarning):
+    """A truncation tolerance (``lower_atol``, ``upper_atol``) that will not do what its value
+    suggests: one that a build without a seed ignores, or a negative one.
+
+    The values are kept as given; the warning says what they do and what to pass instead.
+    Silence it with ``warnings.filterwarnings("ignore", category=monoprop.ToleranceWarning)``.
+
+    >>> issubclass(ToleranceWarning, UserWarning)
+    True
+    """

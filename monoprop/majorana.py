@@ -69,6 +69,8 @@ class Majorana:
     """A canonical Majorana monomial ``m_{i1} m_{i2} ... m_{iw}`` with ``i1 < ... < iw``.
 
     ``Majorana()`` is the identity. Use :meth:`from_unsorted` for indices in any order.
+    ``indices`` is the tuple of Majorana indices ``(i1, ..., iw)``, strictly increasing; index
+    ``2j`` and ``2j + 1`` belong to mode ``j``.
 
     >>> Majorana(4, 5)
     Majorana(4, 5)

@@ -39,12 +39,15 @@ class MajoranaPropagator(MonomialPropagator[MajoranaOperator]):
       with it when held; a term no one asks for is only scaled by ``cos(phi)``, and no held
       term is ever dropped. ``None`` makes every anticommuting term active. It needs
       coefficients, so it applies in ``propagate`` and in a ``build_graph`` with parameter
-      values (``seed_parameters``, or the circuit's bound parameters on the first build), not
-      in a structural build. Typical: ``1e-4`` to ``1e-6``.
+      values (``seed_parameters``, or the circuit's bound parameters on the first build); a
+      structural build ignores it and warns (:class:`~monoprop.ToleranceWarning`). A negative
+      value is the same as ``None`` (it warns). Typical: ``1e-4`` to ``1e-6``.
     * ``upper_atol`` (default ``None``; same unit; ``>= lower_atol``): an active term with
       ``|sin(phi) * c| > upper_atol`` asks for its partner even when the partner exceeds
       ``cutoff``, so that large contributions are not cut. ``None`` applies ``cutoff`` to every
-      term. Typical: 100 to 1000 times ``lower_atol``, e.g. ``1e-2``.
+      term. Like ``lower_atol`` it needs coefficients. A negative value lets every active term
+      ask, even one the rotation does not move (it warns; ``0`` asks for every term that
+      moves). Typical: 100 to 1000 times ``lower_atol``, e.g. ``1e-2``.
     * ``schrodinger_cutoff`` (default ``None``; a number of Majorana factors): ``None`` is the
       Heisenberg picture, which evolves the observable. A number switches to the Schrödinger
       picture, which evolves ``2^n ρ`` of the reference state, ``prod_j (1 ± Z_j)`` with

@@ -34,7 +34,7 @@ from .arguments import (
 )
 from .circuit import Circuit, circuit_layers, validate_parameter_mapping
 from .core_arrays import LayerArrays, NoiseArrays, TermArrays
-from .exceptions import NumberOfModesInvalidError, StaleFunctionalError
+from .exceptions import NumberOfModesInvalidError, StaleFunctionalError, ToleranceWarning
 from .validation import check_finite, check_finite_array, check_int
 
 OperatorT = TypeVar("OperatorT")
@@ -93,6 +93,12 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
     ``lower_atol=1e-4`` are both inactive: each is scaled by ``cos(pi/2)``, and they do not
     swap. No held term is ever dropped, however small it becomes.
 
+    The tolerances need coefficients: ``propagate`` and a seeded ``build_graph`` use them; a
+    build without a seed ignores them and warns (:class:`~monoprop.ToleranceWarning`). Negative
+    tolerances are accepted and warn with what they mean: a negative ``lower_atol`` is the
+    same as ``None``; a negative ``upper_atol`` lets every active term keep its partner
+    whatever the cutoff (``0`` does the same for every term that moves).
+
     Clifford gates (:class:`~monoprop.clifford.CliffordGate`) are applied exactly and are not
     truncated: a term that anticommutes with a quarter turn becomes the one other term it maps
     to. They cost no work on the terms and no graph entry: the propagator keeps the product of
@@ -143,6 +149,8 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         if not isinstance(cutoff_type, str):
             raise TypeError(f"cutoff_type must be a str; got {cutoff_type!r}.")
         comm_handle = _comm_handle(comm)
+        _warn_negative_tolerance("lower_atol", lower)
+        _warn_negative_tolerance("upper_atol", upper)
         initial_operator_arrays = TermArrays.from_keys(keys, h)
         self._initial_state = tuple(state)
         self._engine = _core.Engine(
@@ -206,7 +214,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         Heisenberg: the new gates act *before* the recorded ones on the state, and their
         parameters come first in the vector; Schrödinger: after, and last. With a seed
         (``seed_parameters``, the full post-call vector; or the circuit's own parameters on
-        the first build) truncation is coefficient-informed, otherwise structural.
+        the first build) truncation is coefficient-informed, otherwise structural: only the
+        cutoff truncates, and a ``lower_atol`` or ``upper_atol`` that is set is ignored, with a
+        :class:`~monoprop.ToleranceWarning` (not repeated when the build resumes).
         ``progress=True`` shows a progress bar on stderr: layers done of the circuit's,
         and the terms held.
 
@@ -258,6 +268,8 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             seed = parameter_list(circuit.parameters, "circuit.parameters")
         else:
             seed = None
+        if seed is None and not resume:  # a resumed build warned when it began
+            _warn_ignored_tolerances(self._engine, layers, first_build=layers_before == 0)
         if not resume and path is None:
             self._build = None
             with _layer_progress(self._engine, "build_graph", progress):
@@ -592,18 +604,59 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
     @property
     def graph_layers(self) -> int:
+        """Number of layers in the recorded graph (read-only).
+
+        One layer per generator term of each rotation gate and one per layer of a noise
+        channel; a Clifford gate adds none (it is applied exactly, as a change of frame).
+        Grows with every ``build_graph`` and is 0 before the first one, after ``propagate``
+        alone, and after an in-place ``contract_partially`` of the whole graph.
+        """
         return self._engine.graph_layers
 
     @property
     def n_gates(self) -> int:
+        """Number of gates the graph was built from (read-only; at most ``graph_layers``).
+
+        A gate whose generator has several terms counts once, as does a noise channel whose
+        rate is a parameter; a per-gate :attr:`parameter_mapping` has this many entries.
+        """
         return self._engine.n_gates
 
     @property
     def n_parameters(self) -> int:
+        """Length of the parameter vector that values, gradients and functionals take
+        (read-only).
+
+        ``max(parameter_mapping) + 1``: it grows with each ``build_graph`` (in the Heisenberg
+        picture the new circuit's parameters come first, in the Schrödinger picture last), is
+        reset by assigning :attr:`parameter_mapping`, and shrinks to what the remaining layers
+        use after an in-place ``contract_partially``. 0 without a graph, when
+        ``expectation_value()`` takes no parameters.
+        """
         return self._engine.n_parameters
 
     @property
     def parameter_mapping(self) -> list[int]:
+        """The parameter index that drives each graph layer, in circuit order (a list of int).
+
+        A gate with several generator terms gives repeated entries; a noise channel of fixed
+        rate gives -1. Assigning relabels the parameters without rebuilding: pass one entry
+        per graph layer (``graph_layers`` of them) or one per gate (``n_gates``, expanded to
+        each gate's layers; per layer wins when the two counts agree), covering ``0..k-1``
+        without gaps (repeats share a parameter, whose gradient is the sum over its layers).
+        It takes effect at once: :attr:`n_parameters` becomes ``k``, and later values and
+        gradients read the new mapping, while functionals made before keep the old one.
+
+        >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
+        >>> gates = [ExpGate(PauliOperator({"X": 0.5}, 1)), ExpGate(PauliOperator({"Y": 0.5}, 1))]
+        >>> prop = PauliPropagator(PauliOperator({"Z": 1.0}, 1), [], cutoff=1)
+        >>> prop.build_graph(Circuit(gates, 1))
+        >>> prop.parameter_mapping, prop.n_parameters
+        ([0, 1], 2)
+        >>> prop.parameter_mapping = [0, 0]  # one angle drives both gates
+        >>> prop.n_parameters
+        1
+        """
         return list(self._engine.parameter_mapping())
 
     @parameter_mapping.setter
@@ -628,14 +681,28 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
     @property
     def num_modes(self) -> int:
+        """Width of the system (read-only): modes for :class:`MajoranaPropagator`, qubits for
+        :class:`PauliPropagator` (where it equals ``num_qubits``); fixed by the initial
+        operator at construction. Circuits applied must have this ``system_size``."""
         return self._engine.num_modes
 
     @property
     def schrodinger(self) -> bool:
+        """True in the Schrödinger picture (the propagator evolves the reference state, chosen
+        by passing ``schrodinger_cutoff`` at construction), False in the Heisenberg picture
+        (it evolves the observable). Read-only."""
         return self._engine.schrodinger
 
     @property
     def cutoff(self) -> int:
+        """The structural truncation bound: a new term is made only when its size is at most
+        ``cutoff`` (Pauli: its weight in qubits; Majorana: counted as ``cutoff_type`` says),
+        or when it is fully paired (a Z-string), or when ``upper_atol`` lets it through.
+
+        Settable to any int >= 0 (anything else raises ``TypeError``; values above the largest
+        possible size keep every term). A new value takes effect at the next ``build_graph``
+        or ``propagate``; the graph already recorded, and functionals, are unchanged.
+        """
         return self._engine.cutoff
 
     @cutoff.setter
@@ -644,6 +711,19 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
     @property
     def lower_atol(self) -> float | None:
+        """The activity tolerance (a coefficient magnitude, in the observable's units), or None.
+
+        Under a gate rotating by ``phi``, an anticommuting term with coefficient ``c`` is
+        active, and may make or rotate with its partner, only when
+        ``|sin(phi) * c| > lower_atol``; None makes every such term active. It needs
+        coefficients: ``propagate`` and a seeded ``build_graph`` use it, a build without a seed
+        ignores it and warns (:class:`~monoprop.ToleranceWarning`).
+
+        Settable to a finite float or None (``TypeError`` for another type, ``ValueError`` for
+        NaN or infinity, ``RuntimeError`` above a set ``upper_atol``); a negative value means
+        the same as None and warns. A new value takes effect at the next ``build_graph`` or
+        ``propagate``; the graph already recorded is unchanged.
+        """
         return self._engine.lower_atol
 
     @lower_atol.setter
@@ -655,10 +735,24 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
                 f"New lower_atol ({value!r}) must be less than or equal to current upper_atol "
                 f"({upper!r})."
             )
+        _warn_negative_tolerance("lower_atol", value)
         self._engine.lower_atol = value
 
     @property
     def upper_atol(self) -> float | None:
+        """The rescue tolerance (same units as :attr:`lower_atol`), or None.
+
+        An active term with ``|sin(phi) * c| > upper_atol`` makes or rotates with its partner
+        even when the partner is larger than :attr:`cutoff`; None applies the cutoff to every
+        term. Like ``lower_atol`` it needs coefficients (``propagate``, a seeded
+        ``build_graph``); a build without a seed ignores it and warns.
+
+        Settable to a finite float or None (``TypeError`` for another type, ``ValueError`` for
+        NaN or infinity, ``RuntimeError`` below a set ``lower_atol``); a negative value lets
+        every active term through, even one the rotation does not move, and warns (0 lets
+        every term that moves through). A new value takes effect at the next ``build_graph``
+        or ``propagate``; the graph already recorded is unchanged.
+        """
         return self._engine.upper_atol
 
     @upper_atol.setter
@@ -670,6 +764,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
                 f"New upper_atol ({value!r}) must be greater than or equal to current lower_atol "
                 f"({lower!r})."
             )
+        _warn_negative_tolerance("upper_atol", value)
         self._engine.upper_atol = value
 
     # -- copies and saves --------------------------------------------------------------------
@@ -803,6 +898,68 @@ def _warn_wrong_case_threads() -> None:
             UserWarning,
             stacklevel=_caller_stacklevel(),
         )
+
+
+def _warn_negative_tolerance(name: str, value: float | None) -> None:
+    """Say what a negative ``lower_atol`` or ``upper_atol`` does (the value is kept).
+
+    The engine compares ``|sin(phi) * c_a| > tolerance`` (strictly), which a negative tolerance
+    passes for every term, even one the rotation does not move (``sin(phi) * c_a = 0``). So a
+    negative ``lower_atol`` makes every anticommuting term active: exactly ``None``. A negative
+    ``upper_atol`` lets every active term ask for its partner whatever the cutoff, wherever
+    coefficients steer truncation, even a term the rotation does not move (a zero angle or
+    coefficient, as at a seed of zeros); ``0`` lets through only the terms that move. (A
+    negative ``upper_atol`` needs ``lower_atol`` None or negative, so every anticommuting term
+    is active then.)
+    """
+    if value is None or value >= 0:
+        return
+    if name == "lower_atol":
+        text = (
+            f"lower_atol={value!r} is negative, so every anticommuting term is active "
+            "(|sin(phi) * c| > lower_atol always holds): the same as lower_atol=None. Pass None "
+            "for that, or a positive value to leave small rotations out."
+        )
+    else:
+        text = (
+            f"upper_atol={value!r} is negative, so wherever coefficients steer truncation "
+            "(propagate, seeded builds) every active term keeps its partner whatever the cutoff "
+            "(|sin(phi) * c| > upper_atol always holds), even a term the rotation does not move "
+            "(a zero angle or coefficient, as at a seed of zeros, where the graph then keeps "
+            "every partner). upper_atol=0 lets through only the terms that move: pass 0 for "
+            "that, or None to let the cutoff decide."
+        )
+    warnings.warn(text, ToleranceWarning, stacklevel=_caller_stacklevel())
+
+
+def _warn_ignored_tolerances(engine: Any, layers: LayerArrays, *, first_build: bool) -> None:
+    """Warn when a build without a seed would ignore ``lower_atol``/``upper_atol``.
+
+    Without parameter values there are no coefficients to compare the tolerances with, so
+    the build is structural: every anticommuting term is active and only the cutoff decides.
+    Only tolerances that would act with a seed are named (a negative ``lower_atol`` acts as
+    ``None`` anyway), and only when the circuit has a layer they could act on (a rotation or
+    a noise channel; Clifford gates are exact).
+    """
+    lower, upper = engine.lower_atol, engine.upper_atol
+    named = [
+        f"{name}={value!r}"
+        for name, value in (("lower_atol", lower), ("upper_atol", upper))
+        if value is not None and (name == "upper_atol" or value >= 0)
+    ]
+    if not named or not np.any(np.asarray(layers.quarter_turns) == 0):
+        return
+    bind = " or bind the circuit's parameters" if first_build else ""
+    warnings.warn(
+        f"build_graph has no seed, so it builds structurally and ignores {' and '.join(named)}: "
+        "without parameter values there are no coefficients to compare with, and only the "
+        f"cutoff truncates. Pass seed_parameters= (the full parameter vector after this call)"
+        f"{bind} to let {'it' if len(named) == 1 else 'them'} act, or set "
+        f"{'it' if len(named) == 1 else 'them'} to None to build structurally without this "
+        "warning.",
+        ToleranceWarning,
+        stacklevel=_caller_stacklevel(),
+    )
 
 
 def _caller_stacklevel() -> int:

@@ -8,6 +8,7 @@ a circuit whose operator would grow by hundreds of megabytes.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import re
@@ -85,3 +86,63 @@ def test_bad_limits_are_refused_at_construction(value, monkeypatch):
     monkeypatch.setenv(ENV, value)
     with pytest.raises(RuntimeError, match=f"{ENV}='{re.escape(value)}' is not a byte count"):
         PauliPropagator(PauliOperator({Pauli("Z", 0): 1.0}, 2), [], cutoff=2)
+
+
+# Each shard keeps a list of lookups for every shard of its rank (two, in fact), so T empty
+# shards take at least 48 T^2 bytes plus about a kilobyte each: 3000 threads need 436 MB,
+# 999999 threads 48 TB. Construction refuses a count that would pass the budget, before it
+# allocates anything.
+THREADS = "monoprop_NUM_THREADS"
+
+
+def small_operator() -> PauliOperator:
+    return PauliOperator({Pauli("ZZ", (0, 1)): 1.0}, 4)
+
+
+def test_a_thread_count_past_the_budget_is_refused_at_construction(monkeypatch):
+    held = resident_bytes()
+    monkeypatch.setenv(ENV, str(held + 64 * 2**20))
+    # 3000 first: without the check it would construct (436 MB), and the test fail safely.
+    for threads in ("3000", "999999"):
+        monkeypatch.setenv(THREADS, threads)
+        with pytest.raises(MemoryError) as caught:
+            PauliPropagator(small_operator(), [], cutoff=2)
+        message = str(caught.value)
+        assert f"{THREADS}={threads} would give this propagator {threads} shards" in message
+        assert re.search(r"at least [\d.]+ [MT]B", message), message
+        assert re.search(r"memory budget of [\d.]+ MB", message), message
+        assert ENV in message and "fewer threads" in message, message
+        assert "Nothing was allocated" in message, message
+        assert resident_bytes() - held < 8 * 2**20  # nothing the size of the shards
+    assert "at least 48.0 TB" in message, message
+
+
+def test_the_refusal_uses_a_lower_bound_and_its_advice_fits(monkeypatch):
+    # The bound the message states for 1500 threads is at most what 1500 threads take.
+    monkeypatch.setenv(ENV, str(resident_bytes() + 16 * 2**20))
+    monkeypatch.setenv(THREADS, "1500")
+    with pytest.raises(MemoryError) as caught:
+        PauliPropagator(small_operator(), [], cutoff=2)
+    bound = float(re.search(r"at least ([\d.]+) MB", str(caught.value)).group(1)) * 1e6
+    monkeypatch.delenv(ENV)
+    # Freed heap pages that malloc kept would be reused without growing the process.
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    before = resident_bytes()
+    prop = PauliPropagator(small_operator(), [], cutoff=2)
+    grown = resident_bytes() - before
+    assert prop.num_threads == 1500
+    assert 0.9 * grown <= bound <= grown, (bound, grown)  # a lower bound, and a close one
+    del prop
+    # A count a little under the largest that the message says fits is built, within budget.
+    held = resident_bytes()
+    room = 64 * 2**20
+    monkeypatch.setenv(ENV, str(held + room))
+    monkeypatch.setenv(THREADS, "999999")
+    with pytest.raises(MemoryError) as caught:
+        PauliPropagator(small_operator(), [], cutoff=2)
+    most = int(re.search(r"at most (\d+) fit here", str(caught.value)).group(1))
+    assert 500 < most < 2000, most  # 64 MB: about 1160 threads
+    monkeypatch.setenv(THREADS, str(int(0.9 * most)))
+    prop = PauliPropagator(small_operator(), [], cutoff=2)
+    assert resident_bytes() - held < room
+    assert prop.expectation_value() == 1.0  # <0000|Z0 Z1|0000>

@@ -272,8 +272,11 @@ def fresh(family, **config):
 
 
 def built(family, **config):
+    """A propagator with a two-gate graph, seeded at THETA when a tolerance is set (a build
+    without a seed would ignore it, with a warning)."""
     prop = fresh(family, **config)
-    prop.build_graph(circuit(family))
+    tolerances = config.get("lower_atol") is not None or config.get("upper_atol") is not None
+    prop.build_graph(circuit(family), seed_parameters=THETA if tolerances else None)
     return prop
 
 
@@ -442,9 +445,14 @@ def test_update_initial_operator_fermi(bad):
 
 
 def test_negative_tolerances_still_accepted():
-    prop = built("pauli", lower_atol=-1.0, upper_atol=-0.5)
+    # Accepted as given, with a ToleranceWarning each (tests/test_propagator_errors.py checks
+    # what the warnings say).
+    with pytest.warns(monoprop.ToleranceWarning) as caught:
+        prop = built("pauli", lower_atol=-1.0, upper_atol=-0.5)
+    assert len(caught) == 2
     assert (prop.lower_atol, prop.upper_atol) == (-1.0, -0.5)
-    prop.lower_atol = -2.0
+    with pytest.warns(monoprop.ToleranceWarning, match="lower_atol=-2.0 is negative"):
+        prop.lower_atol = -2.0
     assert prop.lower_atol == -2.0
 
 

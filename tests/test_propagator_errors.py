@@ -210,8 +210,10 @@ def test_schrodinger_cutoff_validation(family):
 def test_bad_atol_type_at_construction(family, name):
     with pytest.raises(TypeError):
         propagator(family, **{name: "a"})
-    # Negative values are not rejected.
-    prop = propagator(family, **{name: -1.0})
+    # Negative values are not rejected; they warn with what they mean
+    # (tests/test_tolerance_warnings.py).
+    with pytest.warns(monoprop.ToleranceWarning, match=f"{name}=-1.0 is negative"):
+        prop = propagator(family, **{name: -1.0})
     assert getattr(prop, name) == -1.0
 
 

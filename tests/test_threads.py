@@ -164,13 +164,57 @@ def test_invalid_thread_counts_are_refused(value):
 
 @pytest.mark.parametrize("value", ["2147483647", "0002147483647"])
 def test_the_largest_count_parses(value):
-    # Parsed only: a propagator would open a team of 2^31 - 1 threads.
+    # Parsed only: a propagator with so many shards is refused (the next test).
     code = """
     import json
     from monoprop import _core
     print(json.dumps({"budget": _core.thread_budget_from_environment()}))
     """
     assert run_python(code, **{ENV: value}) == {"budget": INT_MAX}
+
+
+# The child caps its address space 2 GB above what it maps: without the check, a construction
+# would fail on that cap (a MemoryError without the message) instead of growing the machine
+# to its end.
+CAPPED = """
+import json
+import os
+import resource
+
+import monoprop
+
+
+def resident():
+    page = os.sysconf("SC_PAGE_SIZE")
+    with open("/proc/self/statm") as fh:
+        size, resident = fh.read().split()[:2]
+    return int(size) * page, int(resident) * page
+
+
+mapped, before = resident()
+resource.setrlimit(resource.RLIMIT_AS, (mapped + 2 * 2**30, resource.RLIM_INFINITY))
+result = {}
+try:
+    monoprop.PauliPropagator(monoprop.PauliOperator({"ZZ": 1.0}, 2), [], cutoff=4)
+except Exception as error:
+    result["error"] = type(error).__name__
+    result["message"] = str(error)
+result["grown"] = resident()[1] - before
+print(json.dumps(result))
+"""
+
+
+@pytest.mark.parametrize("value", ["999999", "2147483647"])
+def test_a_count_whose_shards_cannot_fit_is_refused_at_construction(value):
+    # Inside the documented range, but 999999 shards would take 48 TB: refused with a
+    # MemoryError before any shard or thread exists, naming T, the budget and the remedy.
+    result = run_python(CAPPED, **{ENV: value})
+    assert result.get("error") == "MemoryError", result
+    message = result["message"]
+    assert f"{ENV}={value} would give this propagator {value} shards" in message, message
+    assert "memory budget" in message and "monoprop_MEMORY_LIMIT" in message, message
+    assert "fewer threads" in message and "at most" in message, message
+    assert result["grown"] < 16 * 2**20, result
 
 
 @pytest.mark.parametrize("partitions", ["x", "4"])
@@ -423,7 +467,7 @@ def test_seeded_extension_does_not_depend_on_shards(family, picture, monkeypatch
         cls = PauliPropagator if family == "pauli" else MajoranaPropagator
         prop = cls(operator(case, case.observable), list(case.occupied), **config)
         prop._engine._set_small_work(0)
-        prop.build_graph(first)
+        prop.build_graph(first, seed_parameters=rng.uniform(-1.5, 1.5, size=first.n_parameters))
         seed = rng.uniform(-1.5, 1.5, size=prop.n_parameters + second.n_parameters)
         prop.build_graph(second, seed_parameters=seed)
         value, gradient = prop.expectation_value_and_gradient(seed)

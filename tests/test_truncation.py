@@ -22,6 +22,7 @@ against the dense reference so that the hand algebra itself is tested.
 """
 
 import math
+import re
 from itertools import combinations
 
 import dense_reference as dr
@@ -36,6 +37,7 @@ from monoprop import (
     MajoranaPropagator,
     PauliOperator,
     PauliPropagator,
+    ToleranceWarning,
 )
 
 C06, S06 = math.cos(0.6), math.sin(0.6)
@@ -149,7 +151,15 @@ def test_example_a_cutoff_and_atols(config, kept, route):
 )
 def test_example_a_structural_build_ignores_atols(config, kept):
     prop = MajoranaPropagator(MajoranaOperator(EX_A_OBS, 5), [], **config)
-    prop.build_graph(structural_gate((1, 2, 3, 4), 5))  # unbound: no seed
+    ignored = [
+        f"{name}={config[name]!r}" for name in ("lower_atol", "upper_atol") if name in config
+    ]
+    if ignored:  # the build says it ignores them
+        with pytest.warns(ToleranceWarning, match=re.escape(f"ignores {ignored[0]}")) as caught:
+            prop.build_graph(structural_gate((1, 2, 3, 4), 5))  # unbound: no seed
+        assert len(caught) == 1
+    else:
+        prop.build_graph(structural_gate((1, 2, 3, 4), 5))
     assert_terms(
         prop.evolved_operator([math.pi / 6]).terms, EX_A_KEPT if kept else EX_A_DROPPED, str(config)
     )

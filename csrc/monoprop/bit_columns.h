@@ -32,6 +32,11 @@ class BitColumns {
   // `slots` key slots, plus one column of length parities when `parity`.
   BitColumns(int slots, bool parity) : slots_(slots), columns_(static_cast<std::size_t>(slots + (parity ? 1 : 0))) {}
 
+  // Bytes that empty columns take beside the object: one header per column.
+  static std::size_t empty_bytes(int slots, bool parity) {
+    return static_cast<std::size_t>(slots + (parity ? 1 : 0)) * sizeof(Sparse);
+  }
+
   std::size_t size() const { return size_; }
   std::size_t words() const { return (size_ + 63) / 64; }
   int slots() const { return slots_; }

@@ -30,7 +30,8 @@ struct ShardCeilingError : Refusal {
 };
 
 // A build that would pass the memory budget (memory_budget.h), refused
-// before it grows (Python MemoryError).
+// before it grows; or a construction whose thread count alone would pass it,
+// refused before any shard exists (Python MemoryError).
 struct MemoryBudgetError : Refusal {
   using Refusal::Refusal;
 };

@@ -34,6 +34,8 @@ class HashIndex {
   };
 
   HashIndex() { groups_.resize(1, Group{}); }
+  // Bytes an empty index writes beside the object (its first group).
+  static constexpr std::size_t kEmptyBytes = sizeof(Group);
 
   std::size_t groups() const { return groups_.size(); }
   std::size_t bytes() const { return groups_.bytes(); }

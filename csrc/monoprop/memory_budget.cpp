@@ -56,7 +56,9 @@ std::uint64_t resident_bytes() {
 std::string format_bytes(std::uint64_t bytes) {
   char text[32];
   const double b = static_cast<double>(bytes);
-  if (b >= 1e9)
+  if (b >= 1e12)
+    std::snprintf(text, sizeof text, "%.1f TB", b / 1e12);
+  else if (b >= 1e9)
     std::snprintf(text, sizeof text, "%.1f GB", b / 1e9);
   else if (b >= 1e6)
     std::snprintf(text, sizeof text, "%.1f MB", b / 1e6);

@@ -6,7 +6,8 @@
 // budget compares the process's resident memory plus what it granted since it
 // last read it with the limit, and refuses with MemoryBudgetError, which the
 // operation turns into a rollback: the propagator is left as it was before
-// the call.
+// the call. Construction asks it first whether the thread count's empty
+// shards fit (propagator_setup.h), before any shard exists.
 //
 // The limit is monoprop_MEMORY_LIMIT in bytes (decimal digits, read once at
 // construction like the other variables), else 90% of the physical memory

@@ -58,6 +58,11 @@ class Propagator final : public MonomialPropagator {
   // its settings and T.
   Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis, const SavedState& state);
 
+  // Bytes that `threads` empty shards on `ranks` ranks of `slots` key slots
+  // write at construction, at least (saturating at 2^64 - 1); construction
+  // refuses a thread count whose shards would pass the memory budget.
+  static std::uint64_t empty_shards_bytes(std::uint64_t threads, std::uint64_t ranks, int slots);
+
   std::unique_ptr<MonomialPropagator> clone_() const override {
     check_valid();
     return std::make_unique<Propagator>(*this);
@@ -119,6 +124,9 @@ class Propagator final : public MonomialPropagator {
   // constructors begin with.
   struct Bare {};
   Propagator(Bare, Config config, BasisChange basis_change, int logical_num_modes, Family basis);
+  // Refuses with MemoryBudgetError, before any shard exists, a thread count
+  // whose empty shards would pass the memory budget (propagator_setup.h).
+  void check_shards_fit() const;
   void restore(const SavedState& state);
   std::vector<Key> saved_keys(const SavedState& state, const std::string& name, const std::string& what) const;
   // Where each saved term went: per saved shard and slot, (shard, slot) now.

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 
 namespace monoprop {
 
@@ -23,6 +25,7 @@ Propagator<A, W, I>::Propagator(Bare, Config config, BasisChange basis_change, i
       frame_(2 * config_.num_modes),
       start_frame_(2 * config_.num_modes) {
   const int n = config_.num_modes;
+  check_shards_fit();
   shards_.reserve(static_cast<std::size_t>(num_threads_));
   for (int t = 0; t < num_threads_; ++t) shards_.emplace_back(2 * n);
   release_scratch();
@@ -32,6 +35,72 @@ Propagator<A, W, I>::Propagator(Bare, Config config, BasisChange basis_change, i
                           ".");
     occupied_.set(2 * static_cast<std::uint32_t>(mode));
   }
+}
+
+// Each shard holds its Shard object, an empty store (bit-column headers and
+// the first index group) and lists of lookups: one for every shard of the
+// rank, twice (outbox and late, layer_scan.h), and one for every rank. So T
+// shards take at least T (b + (2T + R) v) bytes, quadratic in T: measured
+// resident growth is 48 T^2 plus about 2 kB a shard on 4 qubits (11 kB on
+// 100, 98 kB on 1000, where the column headers dominate), a little above
+// this bound. monoprop_NUM_THREADS=999999 would ask for 48 TB.
+template <typename A, int W, typename I>
+std::uint64_t Propagator<A, W, I>::empty_shards_bytes(std::uint64_t threads, std::uint64_t ranks, int slots) {
+  using Wide = unsigned __int128;  // 2^31 threads squared overflows 64 bits
+  const Wide lists = 2 * Wide{threads} + Wide{ranks};
+  const Wide each = sizeof(Shard) + Keys::empty_bytes(slots, A::kParityColumn) + lists * sizeof(std::vector<Query>);
+  const Wide total = each * threads;
+  const Wide most = std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(total < most ? total : most);
+}
+
+// The check runs before the first shard is allocated and before any OpenMP
+// team is opened (a team of T threads would be the next thing to fail). It is
+// collective: when one rank would pass its budget, every rank raises, so no
+// rank goes on to wait for one that left.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::check_shards_fit() const {
+  const int slots = 2 * config_.num_modes;
+  const auto ranks = static_cast<std::uint64_t>(routing_.ranks());
+  const auto threads = static_cast<std::uint64_t>(num_threads_);
+  const std::uint64_t limit = budget_.limit(), held = resident_bytes();
+  const std::uint64_t room = held < limit ? limit - held : 0;
+  const std::uint64_t need = empty_shards_bytes(threads, ranks, slots);
+  std::uint64_t over = need > room;
+  config_.comm.max(&over, 1);
+  if (!over) return;
+  // The largest thread count that fits (the bytes grow with T).
+  std::uint64_t lo = 0, hi = threads;
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (empty_shards_bytes(mid, ranks, slots) <= room)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  const std::string t = std::to_string(num_threads_);
+  std::string source;
+  if (config_.threads)
+    source = "This propagator's " + t + " threads (the count of the propagator it copies or loads)";
+  else if (std::getenv("monoprop_NUM_THREADS"))
+    source = "monoprop_NUM_THREADS=" + t;
+  else
+    source = "The OpenMP default of " + t + " threads (monoprop_NUM_THREADS is unset)";
+  std::string message = source + " would give this propagator " + t + " shards";
+  if (need > room && ranks > 1) message += " on each rank";
+  message += ", whose empty stores and lookup lists alone take at least " + format_bytes(need) +
+             " (each shard keeps a list for every shard, so this grows as the square of the thread count)";
+  if (need > room)
+    message += "; with the " + format_bytes(held) + " this process holds, that passes its memory budget of " +
+               format_bytes(limit);
+  else
+    message += ", which fits here, but another rank would pass its memory budget";
+  message +=
+      " (monoprop_MEMORY_LIMIT, else 90% of the physical memory). Nothing was allocated. Set monoprop_NUM_THREADS "
+      "to fewer threads (";
+  if (need > room) message += lo > 0 ? "at most " + std::to_string(lo) + " fit here; " : "not even one fits here; ";
+  message += "one per core is the usual choice), or raise monoprop_MEMORY_LIMIT.";
+  throw MemoryBudgetError(message);
 }
 
 template <typename A, int W, typename I>

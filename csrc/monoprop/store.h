@@ -36,6 +36,10 @@ class Store {
 
   // `slots` key slots (2n); `parity`: keep a column of length parities.
   Store(int slots, bool parity) : bits_(slots, parity) {}
+  // Bytes that an empty store writes beside the object, at least.
+  static std::size_t empty_bytes(int slots, bool parity) {
+    return BitColumns::empty_bytes(slots, parity) + HashIndex<Index>::kEmptyBytes;
+  }
 
   std::size_t size() const { return size_; }
   const std::uint64_t* row(std::size_t slot) const { return rows_.data() + W * slot; }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <string>
 #include <tuple>
@@ -704,6 +705,52 @@ static void test_interrupt() {
   unsetenv("monoprop_NUM_THREADS");
 }
 
+// A thread count whose empty shards would pass the memory budget is refused
+// at construction with MemoryBudgetError, before the shards exist: the
+// resident memory does not grow by their size. 999999 threads would take
+// 48 TB (lists of lookups for every shard in every shard); 64 fit.
+static void test_thread_count_past_budget() {
+  const std::uint64_t held = resident_bytes();
+  const std::string limit = std::to_string(held + (std::uint64_t{64} << 20));
+  setenv("monoprop_MEMORY_LIMIT", limit.c_str(), 1);
+  setenv("monoprop_NUM_THREADS", "999999", 1);
+  Config config;
+  config.family = Family::Pauli;
+  config.num_modes = 4;
+  config.initial_operator = {Term{{0, 1}, 1.0}};  // Z0
+  config.truncation.cutoff = 8;
+  using P = Propagator<PauliAlgebra, 1>;
+  std::string message;
+  try {
+    P p(config, {}, 4, Family::Pauli);
+  } catch (const MemoryBudgetError& e) {
+    message = e.what();
+  }
+  auto has = [&](const char* part) { return message.find(part) != std::string::npos; };
+  CHECK(has("monoprop_NUM_THREADS=999999") && has("999999 shards") && has("48.0 TB"));
+  CHECK(has("monoprop_MEMORY_LIMIT") && has("fewer threads") && has("Nothing was allocated"));
+  CHECK(resident_bytes() < held + (std::uint64_t{16} << 20));
+  // The message names the largest count that fits (about 1160 in 64 MB); 64 constructs.
+  const std::size_t at = message.find("at most ");
+  const long long most = at == std::string::npos ? 0 : std::stoll(message.substr(at + 8));
+  CHECK(most >= 64 && most < 999999);
+  setenv("monoprop_NUM_THREADS", "64", 1);
+  bool built = false;
+  try {
+    P p(config, {}, 4, Family::Pauli);
+    built = p.num_threads() == 64 && p.size() == 1;
+  } catch (const MemoryBudgetError&) {
+  }
+  CHECK(built);
+  // The bound is T (b + 2T v): from the T = 1 and T = 2 values, T^2 grows it.
+  const std::uint64_t one = P::empty_shards_bytes(1, 1, 8), two = P::empty_shards_bytes(2, 1, 8);
+  CHECK(P::empty_shards_bytes(999999, 1, 8) > std::uint64_t{47} * 1000000000000);
+  CHECK(two > 2 * one &&
+        P::empty_shards_bytes(std::uint64_t{1} << 31, 1, 8) == std::numeric_limits<std::uint64_t>::max());
+  unsetenv("monoprop_NUM_THREADS");
+  unsetenv("monoprop_MEMORY_LIMIT");
+}
+
 // Routing::span against the size of the set of all xor combinations (2^span);
 // then the strict parsing of the routing variables, which a serial run checks too.
 static void test_routing(std::mt19937& rng) {
@@ -759,6 +806,7 @@ int main() {
   test_replay_against_plain(rng);
   test_propagator_ceiling();
   test_interrupt();
+  test_thread_count_past_budget();
   test_routing(rng);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
