@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import monoprop
@@ -42,14 +44,90 @@ def run_example(name: str, *args: str) -> str:
     return run.stdout
 
 
+def tfim_graph_counts(n: int, layers: int) -> tuple[int, int]:
+    """(terms, rotation pairs) of vqe_tfim.py's untruncated Heisenberg-picture graph, counted
+    on Pauli strings as (x, z) bit masks, independently of the engine.
+
+    Going through the gates last to first, every held string P that anticommutes with the
+    gate's generator G rotates into G P (phases aside); {P, G P} is one rotation pair, counted
+    once when both are held, and G P joins the held strings. No string is ever dropped: the
+    cutoff is the chain length and no seed is given, so nothing is truncated.
+    """
+
+    def string(letter: str, qubits: list[int]) -> tuple[int, int]:
+        x = sum(1 << q for q in qubits) if letter in "XY" else 0
+        z = sum(1 << q for q in qubits) if letter in "ZY" else 0
+        return x, z
+
+    gates = [string("Y", [i]) for i in range(n)]
+    for _ in range(layers):
+        gates += [string("Z", [i, i + 1]) for i in range(n - 1)]
+        gates += [string("X", [i]) for i in range(n)]
+    held = {string("Z", [i, i + 1]) for i in range(n - 1)} | {string("X", [i]) for i in range(n)}
+    n_cycles = 0
+    for gx, gz in reversed(gates):
+        pairs = {
+            frozenset({(x, z), (x ^ gx, z ^ gz)})
+            for x, z in held
+            if ((x & gz) ^ (z & gx)).bit_count() % 2  # odd overlap: anticommute
+        }
+        n_cycles += len(pairs)
+        held |= {p for pair in pairs for p in pair}
+    return len(held), n_cycles
+
+
 def test_vqe_tfim_reaches_the_exact_ground_energy(tmp_path: Path) -> None:
     out = run_example("vqe_tfim.py", "--qubits", "6", "--layers", "3")
+    # The graph's size under graph_size()'s documented names, in its order (n_cos_only,
+    # n_cycles): untruncated, so no cos-only entry, and the rotation pairs counted above.
+    graph = re.search(r"(\d+) terms, graph_size\(\): n_cos_only (\d+), n_cycles (\d+)", out)
+    assert graph, out
+    terms, n_cycles = tfim_graph_counts(6, 3)
+    assert (int(graph.group(1)), int(graph.group(2)), int(graph.group(3))) == (terms, 0, n_cycles)
     vqe = float(re.search(r"VQE energy\s+(-?[\d.]+)", out).group(1))
-    exact = float(re.search(r"exact energy\s+(-?[\d.]+)", out).group(1))
+    exact, error = re.search(r"exact energy\s+(-?[\d.]+)\s+\(error (\S+)\)", out).groups()
+    exact, error = float(exact), float(error)
     assert vqe >= exact - 1e-9, out  # variational: never below the ground state
     assert vqe - exact < 1e-3, out
+    assert error == pytest.approx(vqe - exact, rel=1e-2, abs=1e-9), out  # printed to 3 digits
+    assert re.search(r"evaluations in [\d.]+ s: \d+ evaluations/s", out), out
     # The convergence plot goes to the working directory by default.
     assert (tmp_path / "vqe_tfim.png").read_bytes().startswith(b"\x89PNG"), out
+
+
+def test_vqe_tfim_plots_the_error_on_a_log_scale() -> None:
+    spec = importlib.util.spec_from_file_location("vqe_tfim", EXAMPLES / "vqe_tfim.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    import matplotlib  # in the [test] extra
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    energies, norms, exact = (
+        [-1.0, -1.9, -1.99, -1.999, -2.0 + 1e-9],
+        [3.0, 1.0, 0.1, 1e-2, 1e-4],
+        -2.0,
+    )
+    figure = example.convergence_figure(energies, norms, exact)
+    try:
+        top, bottom = figure.axes
+        assert (top.get_yscale(), bottom.get_yscale()) == ("linear", "log")
+        np.testing.assert_allclose(top.lines[0].get_ydata(), energies)
+        # Energy minus the exact value, per evaluation: 1, 0.1, 0.01, 0.001, 1e-9.
+        np.testing.assert_allclose(
+            bottom.lines[0].get_ydata(), [1, 0.1, 0.01, 1e-3, 1e-9], rtol=1e-6
+        )
+    finally:
+        plt.close(figure)
+    # Without an exact value (above 12 qubits) the log panel shows the gradient norm.
+    figure = example.convergence_figure(energies, norms, None)
+    try:
+        bottom = figure.axes[1]
+        assert bottom.get_yscale() == "log" and bottom.get_ylabel() == "|gradient|"
+        np.testing.assert_allclose(bottom.lines[0].get_ydata(), norms)
+    finally:
+        plt.close(figure)
 
 
 def test_noisy_vqe_recovers_the_noise_rate() -> None:

@@ -66,13 +66,50 @@ def test_the_bridge_is_guarded_across_operator_updates():
     np.testing.assert_allclose(f(x), -before, atol=1e-12)  # compiled once, replays anew
 
 
-def test_float32_inputs_give_float32_results_and_bad_shapes_are_refused():
+def test_float32_mode_replays_in_float64_and_rounds_the_results_once():
+    """With 64-bit types disabled (JAX's default) a float64 input is float32 to JAX: the bridge
+    replays at that float32 point in float64 and rounds value and gradient to float32 once."""
     jax.config.update("jax_enable_x64", False)
     problem = Problem("pauli", 0)
     prop = problem.propagator()
     f = expectation(prop)
-    x = np.full(prop.n_parameters, 0.3, dtype=np.float32)
-    assert f(x).dtype == np.float32 and jax.grad(f)(x).dtype == np.float32
-    np.testing.assert_allclose(jax.grad(f)(x), value_and_grad(prop)(x)[1], rtol=1e-5)
-    with pytest.raises(ValueError, match="1-D parameter vector"):
-        f(np.zeros((2, prop.n_parameters)))
+    x = np.random.default_rng(3).uniform(-2, 2, prop.n_parameters)
+    point = x.astype(np.float32).astype(np.float64)  # where JAX holds x
+    value, gradient = value_and_grad(prop)(point)
+    for given in (x, x.astype(np.float32)):
+        got_value, got_gradient = jax.jit(jax.value_and_grad(f))(given)
+        assert got_value.dtype == got_gradient.dtype == np.float32
+        assert got_value == np.float32(value)
+        np.testing.assert_array_equal(got_gradient, gradient.astype(np.float32))
+        assert f(given) == np.float32(value)
+    # Against the dense reference: float32 rounding of results of order one, nothing worse.
+    dense_value, dense_gradient = problem.dense(point)
+    assert abs(float(f(x)) - dense_value) < 1e-6
+    np.testing.assert_allclose(jax.grad(f)(x), dense_gradient, atol=1e-6)
+
+
+def test_results_take_the_input_dtype_in_x64_mode_too():
+    problem = Problem("majorana", 0)
+    prop = problem.propagator()
+    f = expectation(prop)
+    x = np.full(prop.n_parameters, 0.3)
+    value, gradient = value_and_grad(prop)(x.astype(np.float32).astype(np.float64))
+    got = jax.grad(f)(x.astype(np.float32))
+    assert got.dtype == np.float32 and f(x.astype(np.float32)).dtype == np.float32
+    np.testing.assert_array_equal(got, gradient.astype(np.float32))
+    assert f(x).dtype == jax.grad(f)(x).dtype == np.float64
+
+
+def test_lists_are_vectors_and_bad_shapes_are_refused_before_the_replay():
+    problem = Problem("pauli", 0)
+    prop = problem.propagator()
+    f = expectation(prop)
+    x = [0.1 * k for k in range(prop.n_parameters)]
+    # jax.grad of a list argument is a list, one entry per element.
+    assert [float(g) for g in jax.grad(f)(x)] == value_and_grad(prop)(np.array(x))[1].tolist()
+    n = prop.n_parameters
+    for call in (f, jax.jit(f), jax.grad(f)):
+        with pytest.raises(ValueError, match="1-D parameter vector"):
+            call(np.zeros((2, n)))
+        with pytest.raises(ValueError, match=f"vector of {n + 1} parameters but the graph has {n}"):
+            call(np.zeros(n + 1))
