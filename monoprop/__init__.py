@@ -36,6 +36,7 @@ from .monomial_propagator import MonomialPropagator
 from .pauli import Pauli, PauliOperator
 from .pauli_propagator import PauliPropagator
 from .persistence import load
+from .truncation_error import TruncationError
 
 # The package version, read from here by the build (pyproject.toml, CMakeLists.txt); a constant,
 # so that importing monoprop costs no package-metadata lookup (50 ms, 4 MB).
@@ -60,6 +61,7 @@ __all__ = [
     "PauliPropagator",
     "StaleFunctionalError",
     "ToleranceWarning",
+    "TruncationError",
     "__build_type__",
     "__version__",
     "antihermitian_generator_correction",

@@ -396,6 +396,20 @@ address of an mpi4py communicator's MPI_Comm.)doc");
       "Replay the graph at ``parameters`` (per-layer indices from ``mapping`` if given), dropping "
       "contributions below ``pare``.");
   cls.def(
+      "expectation_value_with_error",
+      [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
+         const std::optional<std::vector<std::int32_t>>& mapping) {
+        MonomialPropagator::ValueWithError out;
+        {
+          py::gil_scoped_release release;
+          out = self.expectation_value_with_error(theta, pare, mapping ? &*mapping : nullptr);
+        }
+        return py::make_tuple(out.value, out.bound, out.estimate);
+      },
+      py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none(),
+      "``expectation_value`` and its truncation error: ``(value, bound, estimate)``, the bound on "
+      "``|exact - value|`` and the root of the sum of squared dropped weights.");
+  cls.def(
       "expectation_value_and_gradient",
       [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
          const std::optional<std::vector<std::int32_t>>& mapping) {

@@ -38,6 +38,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
   const std::size_t n = me.keys.size();
   me.quiet.clear();
+  me.moved.clear();
   for (auto& out : me.outbox) out.clear();
   for (auto& out : me.late) out.clear();
   for (auto& out : me.remote_out) out.clear();
@@ -50,21 +51,23 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   // alias the plan's doubles and force a reload after every scaled term.
   const double sn = plan.sn, cs = plan.cs;
   const bool capped = plan.k.has_value(), scales = plan.kind == LayerKind::Damp || plan.kind == LayerKind::Select;
-  // A Transfer leaves its quiet terms as they are: no cos entries.
-  const bool record = plan.record && !plan.transfer();
+  // A Transfer leaves its quiet terms as they are (cs = 1), but records them
+  // as cos entries all the same: each drops its transfer sn * c_a, which a
+  // bounded replay counts (replay.h).
+  const bool record = plan.record, track = plan.track;
   ActiveBatch batch;
   auto visit = [&](std::size_t w, std::uint64_t hits) {
     for (; hits; hits &= hits - 1) {
       const auto i = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(hits)));
-      if (scales) {  // a noise scaling: every term it marks is quiet
-        quiet(me, c, i, cs, record);
+      if (scales) {                              // a noise scaling: every term it marks is quiet
+        quiet(me, c, i, cs, sn, record, false);  // exact: nothing dropped
         continue;
       }
       if (capped && (plan.frame ? plan.truth(me.keys.key(i)).length() : me.keys.length(i)) > *plan.k)
         continue;  // untouched
       const double moved = c ? std::abs(sn * c[i]) : 0.0;
       if (lower && !(moved > lower_atol)) {
-        quiet(me, c, i, cs, record);
+        quiet(me, c, i, cs, sn, record, track);
         continue;
       }
       me.keys.prefetch_row(static_cast<I>(i));
@@ -100,11 +103,14 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
 }
 
 // A quiet term: scaled by cos right away where coefficients are evolved, and
-// listed when the layer is recorded (its cos entry, unless a lookup finds it).
+// listed when the layer is recorded (its cos entry, unless a lookup finds it)
+// or tracked (its dropped sine branch |sn * c| before the scaling, counted
+// in settle() unless a lookup finds it).
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::quiet(Shard& me, double* c, std::uint32_t i, double cs, bool record) {
+void Propagator<A, W, I>::quiet(Shard& me, double* c, std::uint32_t i, double cs, double sn, bool record, bool track) {
+  if (track) me.moved.push_back(std::abs(sn * c[i]));
   if (c) c[i] *= cs;
-  if (record) me.quiet.push_back(i);
+  if (record || track) me.quiet.push_back(i);
 }
 
 // The batch's active terms build their partners and test them against the
@@ -121,7 +127,7 @@ void Propagator<A, W, I>::test_partners(int s, const LayerPlan& plan, double* c,
     if (measure <= t.cutoff || seen.fully_paired() || (upper && batch.moved[e] > *t.upper_atol))
       ask(me, plan, i, key, partner);
     else
-      quiet(me, c, i, plan.cs, plan.record && !plan.transfer());
+      quiet(me, c, i, plan.cs, plan.sn, plan.record, plan.track);
   }
   batch.size = 0;
 }

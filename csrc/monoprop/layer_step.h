@@ -114,7 +114,7 @@ auto Propagator<A, W, I>::found(Shard& me, std::uint32_t b, const LayerPlan& pla
     return Answer::FoundAsking;
   }
   const bool untouched = plan.k && me.keys.length(b) > *plan.k;  // in no list of this layer
-  if (plan.record && !untouched) me.flags.set(b, TermFlags::kMarked);
+  if ((plan.record || plan.track) && !untouched) me.flags.set(b, TermFlags::kMarked);
   return Answer::Found;
 }
 
@@ -174,15 +174,26 @@ void Propagator<A, W, I>::settle(int s, const LayerPlan& plan, Column<double>** 
   Shard& me = shards_[static_cast<std::size_t>(s)];
   ShardLayer layer;
   me.staging.clear();
-  if (record) {
+  if (record || plan.track) {
     SectionWriter& cos = me.writers[0];
     cos.start();
-    for (const std::uint32_t a : me.quiet)
-      if (me.flags.test(a, TermFlags::kMarked))
+    // A tracked quiet term that no lookup found drops its sine branch: the
+    // bound adds |sn * c| and the estimate its square, in the scan's order.
+    double sum = 0.0, squares = 0.0;
+    for (std::size_t k = 0; k < me.quiet.size(); ++k) {
+      const std::uint32_t a = me.quiet[k];
+      if (me.flags.test(a, TermFlags::kMarked)) {
         me.flags.clear(a);
-      else
-        cos.cos(a);
-    cos.append_to(me.staging, layer.cos);
+        continue;
+      }
+      if (record) cos.cos(a);
+      if (plan.track) {
+        sum += me.moved[k];
+        squares += me.moved[k] * me.moved[k];
+      }
+    }
+    me.dropped += Dropped{sum, squares};
+    if (record) cos.append_to(me.staging, layer.cos);
   }
   for (std::size_t o = 0; o < shards_.size(); ++o) {  // the lookups of each round make a part
     settle_part(s, o, me.outbox[o], plan, values, record ? &layer : nullptr);

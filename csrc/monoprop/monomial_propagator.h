@@ -160,6 +160,18 @@ class MonomialPropagator {
   virtual double expectation_value_and_gradient(const std::vector<double>& parameters, std::vector<double>& gradient,
                                                 double pare = 0.0,
                                                 const std::vector<std::int32_t>* mapping = nullptr) const = 0;
+  // expectation_value, and a bound on its truncation error (and an estimate,
+  // the root of the sum of squared dropped weights): what propagate dropped
+  // plus the branches the graph's replay at `parameters` drops, reduced over
+  // the ranks (propagator_replay.h).
+  struct ValueWithError {
+    double value = 0.0, bound = 0.0, estimate = 0.0;
+  };
+  virtual ValueWithError expectation_value_with_error(const std::vector<double>& parameters, double pare = 0.0,
+                                                      const std::vector<std::int32_t>* mapping = nullptr) const {
+    (void)parameters, (void)pare, (void)mapping;
+    throw UsageError("this propagator type cannot bound its truncation error; forward it to the propagator it wraps.");
+  }
   // Hermitian-basis coefficients after replaying the graph (store order).
   virtual std::vector<double> contract(const std::vector<double>& parameters, bool inplace) = 0;
   virtual TermList evolved_terms(const std::vector<double>& parameters, double atol) const = 0;

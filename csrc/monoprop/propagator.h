@@ -83,6 +83,8 @@ class Propagator final : public MonomialPropagator {
                            const std::vector<std::int32_t>* mapping) const override;
   double expectation_value_and_gradient(const std::vector<double>& parameters, std::vector<double>& gradient,
                                         double pare, const std::vector<std::int32_t>* mapping) const override;
+  ValueWithError expectation_value_with_error(const std::vector<double>& parameters, double pare,
+                                              const std::vector<std::int32_t>* mapping) const override;
   std::vector<double> contract(const std::vector<double>& parameters, bool inplace) override;
   TermList evolved_terms(const std::vector<double>& parameters, double atol) const override;
   std::vector<double> coefficients_of(const std::vector<Term>& terms,
@@ -185,6 +187,7 @@ class Propagator final : public MonomialPropagator {
     double inverse_cs = 1.0;       // 1 / cs: never infinite, as cos of a double angle is never 0
     bool informed = false;         // coefficients steer truncation
     bool record = false;           // the layer goes into the graph
+    bool track = false;            // propagate sums the sine branches it drops (Shard::dropped)
     std::optional<int> k;          // only_rotate_len_k
     const Frame* frame = nullptr;  // when truncation measures keys in a Clifford frame
     // The term a held key stands for, up to sign: what truncation measures.
@@ -219,6 +222,8 @@ class Propagator final : public MonomialPropagator {
     // Scratch of the layer being applied.
     TermFlags flags;
     std::vector<std::uint32_t> quiet;            // anticommuting but not asking, ascending
+    std::vector<double> moved;                   // tracked: |sn * c| of each quiet term, before scaling
+    Dropped dropped;                             // what propagate dropped on this shard so far
     SectionWriter writers[4];                    // cos, births, pairs, halves of the part being recorded
     std::vector<std::uint8_t> staging;           // the bytes of the layer being recorded
     std::vector<std::vector<Query>> outbox;      // by owner shard (this shard's own included)
@@ -240,6 +245,7 @@ class Propagator final : public MonomialPropagator {
       work.release();
       flags.release();
       give_back(quiet);
+      give_back(moved);
       give_back(births);
       give_back(staging);
       give_back(birth_hashes);
@@ -315,7 +321,7 @@ class Propagator final : public MonomialPropagator {
   };
   void scan(int s, const LayerPlan& plan, double* c);
   // The layer's cs and record are passed as values: the scan keeps them in registers.
-  static void quiet(Shard& me, double* c, std::uint32_t i, double cs, bool record);
+  static void quiet(Shard& me, double* c, std::uint32_t i, double cs, double sn, bool record, bool track);
   void test_partners(int s, const LayerPlan& plan, double* c, ActiveBatch& batch);
   void ask(Shard& me, const LayerPlan& plan, std::uint32_t i, const Key& key, const Key& partner);
   void resolve(int s, const LayerPlan& plan, bool late);
@@ -360,9 +366,17 @@ class Propagator final : public MonomialPropagator {
   std::vector<ReplayTape*> shard_tapes() const;
   std::size_t layer_work(std::size_t l) const;
   Turn layer_turn(std::size_t l, const double* theta, const std::int32_t* lp) const;
+  // `dropped` (one per shard, or null): a bounded replay (Dropped).
   void replay(int t, Team& team, double* const* c, const double* theta, double pare, const std::int32_t* lp,
-              bool reverse) const;
-  void replay_all(const std::vector<double>& parameters) const;
+              bool reverse, Dropped* dropped = nullptr) const;
+  void replay_all(const std::vector<double>& parameters, Dropped* dropped = nullptr) const;
+  // The value and, with `dropped` (one per shard), the bounded replay's sums.
+  double evaluate(const std::vector<double>& parameters, double pare, const std::vector<std::int32_t>* mapping,
+                  Dropped* total) const;
+  // The factor a dropped state term's weight carries in the value: 1
+  // (Heisenberg), or the sum of |h| over the observable's non-identity terms
+  // (Schrodinger; propagator_replay.h).
+  double error_scale() const;
   double* spread_adjoint(int s) const;
   void replay_back(int t, Team& team, double* const* state, const double* theta, double pare, const std::int32_t* lp,
                    std::vector<std::vector<double>>& dphi) const;
@@ -399,7 +413,13 @@ class Propagator final : public MonomialPropagator {
   mutable std::uint64_t flat_generation_ = 0;
   mutable bool routing_reported_ = false;
   double core_ = 0.0;  // Heisenberg identity term, kept apart
-  Key occupied_;       // even slot of each occupied mode
+  // What the operand dropped before the graph starts (propagate, an in-place
+  // contraction; Schrodinger: the initial state beyond schrodinger_cutoff), on
+  // this rank; and whether some truncation went unrecorded (only_rotate_len_k
+  // leaves terms unrotated, which no entry records).
+  Dropped held_;
+  bool unbounded_ = false;
+  Key occupied_;  // even slot of each occupied mode
   // Schrodinger observable, whole on every shard's view.
   Keys observable_keys_;
   Column<double> observable_coefficients_;

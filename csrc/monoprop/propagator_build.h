@@ -52,6 +52,8 @@ void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitPlan& ci
     }
     plan.informed = values != nullptr;
     plan.record = record != nullptr;
+    // propagate sums what its rotations and transfers drop (a scaling drops nothing).
+    plan.track = values && !record && (plan.kind == LayerKind::Rotation || plan.transfer());
     plan.k = plan.kind == LayerKind::Rotation ? k : std::nullopt;  // only_rotate_len_k limits rotations only
     if (plan.kind == LayerKind::Rotation || plan.transfer())       // a scaling asks nobody
       plan.peers = routing_.peers(rank_, plan.generator.words.data(), W);
@@ -182,6 +184,7 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
       values.push_back(&shard.base);
     }
     budget_.refresh();
+    for (Shard& shard : shards_) shard.dropped = {};
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
         apply_circuit(t, team, plan, &parameters, 0, values.data(), nullptr, nullptr, k);
@@ -190,7 +193,9 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
       rollback(before, std::move(saved));
       throw;
     }
-    frame_ = start_frame_ = plan.after;  // the graph is empty: it starts here
+    frame_ = start_frame_ = plan.after;                         // the graph is empty: it starts here
+    for (const Shard& shard : shards_) held_ += shard.dropped;  // ascending shard order
+    if (k) unbounded_ = true;
     for (Shard& shard : shards_) {
       shard.n_base = shard.keys.size();
       shard.weights_stale = true;
@@ -265,6 +270,7 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
       throw;
     }
     adopt_graph(circuit, plan, added, added_remote, continuing);
+    if (k) unbounded_ = true;
   });
 }
 

@@ -40,7 +40,7 @@ const FlatGraph* Propagator<A, W, I>::flat_graph(const Team& team, double pare) 
 // outlives it.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const double* theta, double pare,
-                                 const std::int32_t* lp, bool reverse) const {
+                                 const std::int32_t* lp, bool reverse, Dropped* dropped) const {
   if (t == 0) {
     maybe_fault("evaluate");
     // Both sides' inputs of every remote entry: the remote part of the tape.
@@ -58,12 +58,14 @@ void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const doub
     const Turn turn = layer_turn(l, theta, lp);
     const double cs = turn.cs, sn = turn.sn;
     if (flat)
-      flat->forward(l, cs, sn, c, reverse ? tapes.data() : nullptr);
+      flat->forward(l, cs, sn, c, reverse ? tapes.data() : nullptr, dropped);
     else
       team.each(t, [&](int s) {
         const Shard& me = shards_[static_cast<std::size_t>(s)];
-        forward_layer(me.graph[l], cs, sn, c, s, pare, reverse ? &me.tape : nullptr);
+        forward_layer(me.graph[l], cs, sn, c, s, pare, reverse ? &me.tape : nullptr, dropped ? dropped + s : nullptr);
       });
+    // Remote entries are pairs, which drop nothing (a pared one is not counted:
+    // the bound refuses pare on more than one rank).
     if (const RemoteLayer& remote = remote_[l]; !remote.empty())
       remote_step(t, team, remote, cs, sn, c, 1, ours_.data() + remote.offset, theirs_.data() + remote.offset, pare);
     team.sync(t);
@@ -96,7 +98,7 @@ std::size_t Propagator<A, W, I>::layer_work(std::size_t l) const {
 }
 
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters) const {
+void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters, Dropped* dropped) const {
   std::vector<double*> c(shards_.size());
   Team::run(threads(), small_replay(), [&](int t, Team& team) {
     team.each(t, [&](int s) {
@@ -105,7 +107,7 @@ void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters) cons
       me.c = me.base;
       c[static_cast<std::size_t>(s)] = me.c.data();
     });
-    replay(t, team, c.data(), parameters.data(), 0.0, nullptr, false);
+    replay(t, team, c.data(), parameters.data(), 0.0, nullptr, false, dropped);
   });
 }
 
@@ -145,9 +147,64 @@ double Propagator<A, W, I>::weighted_sum(int s, const double* c, std::size_t str
 template <typename A, int W, typename I>
 double Propagator<A, W, I>::expectation_value(const std::vector<double>& parameters, double pare,
                                               const std::vector<std::int32_t>* mapping) const {
+  return evaluate(parameters, pare, mapping, nullptr);
+}
+
+// The truncation error. Write the operand after layer k as the exact image of
+// the one before, minus what the layer dropped: D_k, a sum of sine branches
+// s sn c M' (each a quiet term's, which the layer only scales by cos; or a
+// pared entry's; or a Transfer's). The error of the value then telescopes to
+// the sum over k of <exact later image of D_k>. In the Heisenberg picture
+// every later layer is a unitary conjugation or the Heisenberg map of a
+// channel (unital and positive), neither of which raises the operator norm,
+// and a Hermitian monomial has norm 1, so for every state
+//     |exact - value| <= sum over dropped branches of |sn c|.
+// In the Schrodinger picture D_k belongs to the state 2^n rho: its error is
+// 2^-n Tr(O E(D_k)) = 2^-n Tr(E*(O) D_k) with E the later (trace-preserving)
+// maps, at most ||O|| |sn c| per branch since 2^-n ||M'||_1 = 1; ||O|| is
+// bounded by the sum of |h| over O's terms, the identity's left out (D_k is
+// traceless and stays so). The estimate, sqrt(sum (sn c)^2) times the same
+// factor, is the typical error if the dropped branches' later contributions
+// were independent with random signs: a model, not a bound.
+template <typename A, int W, typename I>
+auto Propagator<A, W, I>::expectation_value_with_error(const std::vector<double>& parameters, double pare,
+                                                       const std::vector<std::int32_t>* mapping) const
+    -> ValueWithError {
+  check_valid();
+  if (unbounded_)
+    throw UsageError(
+        "truncation_error: this propagator was propagated or built with only_rotate_len_k, which leaves "
+        "anticommuting terms unrotated without recording them, so no bound is known; propagate or build "
+        "without only_rotate_len_k.");
+  if (pare > 0.0 && remote_entries_ > 0)
+    throw UsageError(
+        "truncation_error: a pared replay (pare_threshold) of a graph that spans MPI ranks cannot count what "
+        "paring drops; replay without pare_threshold.");
+  Dropped total;
+  const double value = evaluate(parameters, pare, mapping, &total);
+  const double scale = error_scale();
+  return {value, scale * total.sum, scale * std::sqrt(total.squares)};
+}
+
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::error_scale() const {
+  if (!schrodinger()) return 1.0;
+  double norm = 0.0;
+  for (std::size_t i = 0; i < observable_keys_.size(); ++i)
+    if (!observable_keys_.key(i).is_identity()) norm += std::abs(observable_coefficients_[i]);
+  return norm;
+}
+
+// The value; with `total`, also what the operand held dropped (held_) and
+// what the replay drops, per shard, folded in ascending shard order and then
+// over the ranks with the value.
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::evaluate(const std::vector<double>& parameters, double pare,
+                                     const std::vector<std::int32_t>* mapping, Dropped* total) const {
   const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
+    std::vector<Dropped> dropped(total ? shards_.size() : 0);
     std::vector<double*> c(shards_.size());
     std::vector<double> partial(shards_.size(), 0.0);
     Team::run(threads(), small_replay(), [&](int t, Team& team) {
@@ -161,14 +218,22 @@ double Propagator<A, W, I>::expectation_value(const std::vector<double>& paramet
         me.c = me.base;
         c[static_cast<std::size_t>(s)] = me.c.data();
       });
-      replay(t, team, c.data(), parameters.data(), pare, lp, false);
+      replay(t, team, c.data(), parameters.data(), pare, lp, false, total ? dropped.data() : nullptr);
       team.each(
           t, [&](int s) { partial[static_cast<std::size_t>(s)] = weighted_sum(s, c[static_cast<std::size_t>(s)], 1); });
     });
     double f = 0.0;  // ascending shard order: bitwise reproducible for a fixed T
     for (const double part : partial) f += part;
-    config_.comm.sum(&f, 1);  // then over the ranks
-    return f + core_;
+    if (!total) {
+      config_.comm.sum(&f, 1);  // then over the ranks
+      return f + core_;
+    }
+    *total = held_;
+    for (const Dropped& part : dropped) *total += part;
+    double sums[3] = {f, total->sum, total->squares};  // over the ranks, in one reduction
+    config_.comm.sum(sums, 3);
+    *total = {sums[1], sums[2]};
+    return sums[0] + core_;
   });
 }
 
@@ -338,7 +403,8 @@ std::vector<double> Propagator<A, W, I>::contract(const std::vector<double>& par
   check_valid();
   check_parameters(parameters, n_parameters_);
   return guarded("contract_partially", [&] {
-    replay_all(parameters);
+    std::vector<Dropped> dropped(shards_.size());
+    replay_all(parameters, dropped.data());
     // The shards' blocks in ascending shard order, each the coefficient of
     // the term its held key stands for.
     std::vector<double> out;
@@ -353,6 +419,7 @@ std::vector<double> Propagator<A, W, I>::contract(const std::vector<double>& par
       shard.n_base = shard.keys.size();
     }
     start_frame_ = frame_;
+    for (const Dropped& part : dropped) held_ += part;  // what the folded graph dropped stays in the bound
     layers_.clear();
     remote_.clear();
     remote_entries_ = entries_ = 0;

@@ -110,7 +110,18 @@ Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int log
   std::vector<std::pair<Key, double>> terms;
   for (const Term& t : config_.initial_operator) terms.emplace_back(key_of(t.slots), t.coefficient);
 
-  if (schrodinger()) expand_reference_state((std::min(*config_.schrodinger_cutoff, 2 * n) + 1) / 2);
+  if (schrodinger()) {
+    const int pairs = (std::min(*config_.schrodinger_cutoff, 2 * n) + 1) / 2;
+    expand_reference_state(pairs);
+    // 2^n rho = prod_m (I +- Z_m) has C(n, k) terms of k pairs, each of
+    // weight 1: those past the cutoff are dropped (held_), counted on rank 0.
+    double binom = 1.0, dropped = 0.0;
+    for (int k = 0; k <= n; ++k) {
+      if (k > pairs) dropped += binom;
+      binom = binom * (n - k) / (k + 1);
+    }
+    if (rank_ == 0) held_ = {dropped, dropped};
+  }
   for (const auto& [key, h] : terms) {
     if (schrodinger())
       accumulate(observable_keys_, observable_coefficients_, key, h);

@@ -111,6 +111,9 @@ SavedState Propagator<A, W, I>::save_state() const {
     out.put_scalar("n_parameters", n_parameters_);
     out.put_scalar("n_gates", n_gates_);
     out.put_scalar("core", core_);
+    out.put_scalar("dropped.sum", held_.sum);
+    out.put_scalar("dropped.squares", held_.squares);
+    out.put_scalar("dropped.unbounded", static_cast<std::uint8_t>(unbounded_));
     out.put_scalar("generation", generation_);
     // Each rank saves its own part: its terms, and the entries it shares with
     // other ranks, which only this routing places alike.
@@ -253,6 +256,10 @@ void Propagator<A, W, I>::restore(const SavedState& state) {
   n_parameters_ = state.scalar<std::int32_t>("n_parameters");
   n_gates_ = state.scalar<std::int32_t>("n_gates");
   core_ = state.scalar<double>("core");
+  if (state.has("dropped.sum")) {  // saves made before truncation_error hold none
+    held_ = {state.scalar<double>("dropped.sum"), state.scalar<double>("dropped.squares")};
+    unbounded_ = state.scalar<std::uint8_t>("dropped.unbounded") != 0;
+  }
   generation_ = state.scalar<std::uint64_t>("generation");
   if (n_parameters_ < 0 || n_gates_ < 0) state_io::damaged("a negative parameter or gate count");
 

@@ -59,6 +59,7 @@ std::size_t Propagator<A, W, I>::apply_initial_operator_(const std::vector<Term>
     });
   });
   if (core) core_ = *core;
+  held_ = {};  // a new operand: what the old one dropped no longer applies
   ++generation_;
   return held;
 }

@@ -1,6 +1,7 @@
 #include "replay.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "rotation.h"
 
@@ -97,13 +98,24 @@ class Keeper {
   std::size_t next_ = 0;
 };
 
-template <bool Pared, bool Kept>
-void forward(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare, ReplayTape* tape) {
+template <bool Pared, bool Kept, bool Bound = false>
+void forward(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare, ReplayTape* tape,
+             Dropped* dropped = nullptr) {
   double* own = c[self];
   Keeper keeper(tape, ReplayTape::shrink(cs));
   if constexpr (Kept) keeper.begin_forward();
+  // The inputs of the dropped branches: sum |c| and sum c^2, scaled by |sn|
+  // and sn^2 once the layer is done.
+  double dropped_abs = 0.0, dropped_squares = 0.0;
+  auto drop = [&](double x) {
+    if constexpr (Bound) {
+      dropped_abs += std::abs(x);
+      dropped_squares += x * x;
+    }
+  };
   for_each_cos(layer, [&](std::uint32_t a) {
     if constexpr (Kept) keeper.scaled(a, own[a]);
+    drop(own[a]);
     own[a] *= cs;
   });
   for (const Part& part : layer.parts) {
@@ -120,6 +132,8 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
             keeper.keep(x);
             keeper.keep(y);
           }
+          drop(x);
+          drop(y);
           x *= cs;
           y *= cs;
           return;
@@ -135,6 +149,7 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
         const bool cut = pared(pare, sn, x, 0.0);
         if (tape) tape->flags.push_back(cut);
         if (cut) {
+          drop(x);
           x *= cs;
           return;
         }
@@ -144,6 +159,10 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
     for_each_entry<true>(layer, part.births, prefetch, pair);
     for_each_entry<false>(layer, part.pairs, prefetch, pair);
     for_each_entry<false>(layer, part.halves, prefetch, half);
+  }
+  if constexpr (Bound) {
+    dropped->sum += std::abs(sn) * dropped_abs;
+    dropped->squares += sn * sn * dropped_squares;
   }
 }
 
@@ -199,8 +218,17 @@ double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, 
 }  // namespace
 
 void forward_layer(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare,
-                   ReplayTape* tape) {
+                   ReplayTape* tape, Dropped* dropped) {
   const bool kept = tape && ReplayTape::shrink(cs) > 0;
+  if (dropped) {
+    if (pare > 0.0)
+      kept ? forward<true, true, true>(layer, cs, sn, c, self, pare, tape, dropped)
+           : forward<true, false, true>(layer, cs, sn, c, self, pare, tape, dropped);
+    else
+      kept ? forward<false, true, true>(layer, cs, sn, c, self, 0.0, tape, dropped)
+           : forward<false, false, true>(layer, cs, sn, c, self, 0.0, nullptr, dropped);
+    return;
+  }
   if (pare > 0.0)
     kept ? forward<true, true>(layer, cs, sn, c, self, pare, tape)
          : forward<true, false>(layer, cs, sn, c, self, pare, tape);
@@ -247,7 +275,16 @@ std::size_t FlatGraph::memory() const {
          spans_.capacity() * sizeof(Span);
 }
 
-void FlatGraph::forward(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes) const {
+void FlatGraph::forward(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes,
+                        Dropped* dropped) const {
+  dropped ? sweep<true>(l, cs, sn, c, tapes, dropped) : sweep<false>(l, cs, sn, c, tapes, nullptr);
+}
+
+// forward() for every shard; with Bound, shard s adds what it drops to
+// dropped[s] (see forward_layer).
+template <bool Bound>
+void FlatGraph::sweep(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes,
+                      Dropped* dropped) const {
   const unsigned shrink = ReplayTape::shrink(cs);
   const bool kept = tapes && shrink > 0;
   Span at = l == 0 ? Span{} : spans_[l * shards_ - 1];
@@ -256,10 +293,19 @@ void FlatGraph::forward(std::size_t l, double cs, double sn, double* const* c, R
     double* own = c[s];
     Keeper keeper(kept ? tapes[s] : nullptr, shrink);
     if (kept) keeper.begin_forward();
+    double dropped_abs = 0.0, dropped_squares = 0.0;
     for (; at.cos_end < end.cos_end; ++at.cos_end) {
       const std::uint32_t a = cos_[at.cos_end];
       if (kept) keeper.scaled(a, own[a]);
+      if constexpr (Bound) {
+        dropped_abs += std::abs(own[a]);
+        dropped_squares += own[a] * own[a];
+      }
       own[a] *= cs;
+    }
+    if constexpr (Bound) {
+      dropped[s].sum += std::abs(sn) * dropped_abs;
+      dropped[s].squares += sn * sn * dropped_squares;
     }
     for (; at.rotations_end < end.rotations_end; ++at.rotations_end) {
       const Entry& e = rotations_[at.rotations_end];

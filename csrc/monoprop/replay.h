@@ -71,12 +71,27 @@ struct ReplayTape {
   std::size_t bytes() const { return flags.bytes() + inputs.bytes() + owed.bytes() + debt.bytes(); }
 };
 
+// The branches a bounded forward sweep drops (truncation_error): each cos
+// entry is a term c M whose sine branch sn * c M' the graph does not keep, and
+// a pared entry drops the sine branches of both its inputs. `sum` adds |sn *
+// c| over them and `squares` (sn * c)^2; a shard's sums go into its own
+// Dropped, which the caller folds in ascending shard order.
+struct Dropped {
+  double sum = 0.0, squares = 0.0;
+  Dropped& operator+=(const Dropped& other) {
+    sum += other.sum;
+    squares += other.squares;
+    return *this;
+  }
+};
+
 // Forward at (cos, sin) = (cs, sn). With pare > 0 an entry whose moved weight
 // |sn| * max|c| is below pare is reduced to its cos scaling (an approximation).
 // With a tape (when a reverse sweep follows) the layer records its flags and
-// the inputs its scalings keep.
+// the inputs its scalings keep. With `dropped` the sweep also adds what it
+// drops there (a separate instantiation: a plain sweep's loop is unchanged).
 void forward_layer(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare,
-                   ReplayTape* tape);
+                   ReplayTape* tape, Dropped* dropped = nullptr);
 
 // Backwards on interleaved states (c_0, lambda_0, c_1, ...): c enters as the
 // layer's output and is rewound to its input; lambda enters as d f / d c_out
@@ -107,8 +122,10 @@ class FlatGraph {
 
   // forward_layer and adjoint_layer of layer l for every shard, in ascending
   // order; adjoint writes shard s's d f / d phi_l to d[s].
-  // tapes[s] as in forward_layer, for every shard (null: no reverse sweep).
-  void forward(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes) const;
+  // tapes[s] as in forward_layer, for every shard (null: no reverse sweep);
+  // dropped[s], when given, receives shard s's dropped branches.
+  void forward(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes,
+               Dropped* dropped = nullptr) const;
   void adjoint(std::size_t l, const Turn& turn, double* const* state, double* d, ReplayTape* const* tapes) const;
 
  private:
@@ -120,6 +137,9 @@ class FlatGraph {
   struct Span {
     std::uint32_t cos_end, rotations_end;  // where shard s's entries of layer l end in cos_ and rotations_
   };
+
+  template <bool Bound>
+  void sweep(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes, Dropped* dropped) const;
 
   std::size_t shards_ = 0;
   std::vector<std::uint32_t> cos_;
