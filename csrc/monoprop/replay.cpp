@@ -98,26 +98,76 @@ class Keeper {
   std::size_t next_ = 0;
 };
 
+// Sums |x| and x^2 of the dropped branches' inputs in four interleaved lanes,
+// so that the adds do not wait on each other (one chain would cost an add's
+// latency, about four cycles, per entry where the sweep itself takes one or
+// two); the lanes fold in a fixed order, so the sums are bitwise reproducible.
+class DropSum {
+ public:
+  void add(double x) { add(x, lane_[k_++ & 3]); }
+  // Adds x into a lane of the caller's choice (an unrolled loop keeps its
+  // lanes in registers); lane(k) names them.
+  static void add(double x, V2& lane) {
+    const V2 v = {std::abs(x), x * x};
+    lane += v;
+  }
+  V2& lane(int k) { return lane_[k]; }
+  // What the layer dropped at sin sn.
+  Dropped at(double sn) const {
+    const V2 s = (lane_[0] + lane_[1]) + (lane_[2] + lane_[3]);
+    return {std::abs(sn) * s[0], sn * sn * s[1]};
+  }
+
+ private:
+  V2 lane_[4] = {};
+  unsigned k_ = 0;
+};
+
+// for_each_cos with a lane for each entry, four entries at a time, each into
+// its own lane, which the unrolled loop keeps in registers; returns the lanes.
+template <typename Apply>
+DropSum for_each_cos_lanes(const ShardLayer& layer, Apply&& apply) {
+  SectionReader reader(layer, layer.cos);
+  const std::uint32_t n = layer.cos.count;
+  V2 l0 = {}, l1 = {}, l2 = {}, l3 = {};
+  std::uint32_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    apply(reader.cos(), l0);
+    apply(reader.cos(), l1);
+    apply(reader.cos(), l2);
+    apply(reader.cos(), l3);
+  }
+  for (; k < n; ++k) apply(reader.cos(), l0);
+  DropSum sum;
+  sum.lane(0) = l0;
+  sum.lane(1) = l1;
+  sum.lane(2) = l2;
+  sum.lane(3) = l3;
+  return sum;
+}
+
 template <bool Pared, bool Kept, bool Bound = false>
 void forward(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare, ReplayTape* tape,
              Dropped* dropped = nullptr) {
   double* own = c[self];
   Keeper keeper(tape, ReplayTape::shrink(cs));
   if constexpr (Kept) keeper.begin_forward();
-  // The inputs of the dropped branches: sum |c| and sum c^2, scaled by |sn|
-  // and sn^2 once the layer is done.
-  double dropped_abs = 0.0, dropped_squares = 0.0;
+  DropSum sum;  // the inputs of the dropped branches, scaled by sn once the layer is done
   auto drop = [&](double x) {
-    if constexpr (Bound) {
-      dropped_abs += std::abs(x);
-      dropped_squares += x * x;
-    }
+    if constexpr (Bound) sum.add(x);
   };
-  for_each_cos(layer, [&](std::uint32_t a) {
-    if constexpr (Kept) keeper.scaled(a, own[a]);
-    drop(own[a]);
-    own[a] *= cs;
-  });
+  if constexpr (Bound) {
+    sum = for_each_cos_lanes(layer, [&](std::uint32_t a, V2& lane) {
+      if constexpr (Kept) keeper.scaled(a, own[a]);
+      DropSum::add(own[a], lane);
+      own[a] *= cs;
+    });
+  } else {
+    for_each_cos(layer, [&](std::uint32_t a) {
+      if constexpr (Kept) keeper.scaled(a, own[a]);
+      own[a] *= cs;
+    });
+  }
   for (const Part& part : layer.parts) {
     double* other = c[part.shard];
     auto prefetch = [&](std::uint32_t b) { __builtin_prefetch(&other[b]); };
@@ -160,10 +210,7 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
     for_each_entry<false>(layer, part.pairs, prefetch, pair);
     for_each_entry<false>(layer, part.halves, prefetch, half);
   }
-  if constexpr (Bound) {
-    dropped->sum += std::abs(sn) * dropped_abs;
-    dropped->squares += sn * sn * dropped_squares;
-  }
+  if constexpr (Bound) *dropped += sum.at(sn);
 }
 
 template <bool Pared, bool Kept>
@@ -293,19 +340,33 @@ void FlatGraph::sweep(std::size_t l, double cs, double sn, double* const* c, Rep
     double* own = c[s];
     Keeper keeper(kept ? tapes[s] : nullptr, shrink);
     if (kept) keeper.begin_forward();
-    double dropped_abs = 0.0, dropped_squares = 0.0;
-    for (; at.cos_end < end.cos_end; ++at.cos_end) {
-      const std::uint32_t a = cos_[at.cos_end];
-      if (kept) keeper.scaled(a, own[a]);
-      if constexpr (Bound) {
-        dropped_abs += std::abs(own[a]);
-        dropped_squares += own[a] * own[a];
-      }
-      own[a] *= cs;
-    }
     if constexpr (Bound) {
-      dropped[s].sum += std::abs(sn) * dropped_abs;
-      dropped[s].squares += sn * sn * dropped_squares;
+      // Four entries at a time, each into its own lane (DropSum), in registers.
+      V2 l0 = {}, l1 = {}, l2 = {}, l3 = {};
+      auto scale = [&](std::uint32_t a, V2& lane) {
+        if (kept) keeper.scaled(a, own[a]);
+        DropSum::add(own[a], lane);
+        own[a] *= cs;
+      };
+      for (; at.cos_end + 4 <= end.cos_end; at.cos_end += 4) {
+        scale(cos_[at.cos_end], l0);
+        scale(cos_[at.cos_end + 1], l1);
+        scale(cos_[at.cos_end + 2], l2);
+        scale(cos_[at.cos_end + 3], l3);
+      }
+      for (; at.cos_end < end.cos_end; ++at.cos_end) scale(cos_[at.cos_end], l0);
+      DropSum sum;
+      sum.lane(0) = l0;
+      sum.lane(1) = l1;
+      sum.lane(2) = l2;
+      sum.lane(3) = l3;
+      dropped[s] += sum.at(sn);
+    } else {
+      for (; at.cos_end < end.cos_end; ++at.cos_end) {
+        const std::uint32_t a = cos_[at.cos_end];
+        if (kept) keeper.scaled(a, own[a]);
+        own[a] *= cs;
+      }
     }
     for (; at.rotations_end < end.rotations_end; ++at.rotations_end) {
       const Entry& e = rotations_[at.rotations_end];

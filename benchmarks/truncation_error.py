@@ -1,0 +1,124 @@
+"""What truncation_error costs, and how bound, estimate and actual error compare.
+
+For a kicked-Ising chain (rx on every qubit, then exp(+i t ZZ) on every bond, per step;
+observable Z in the middle, state |0...0>) it prints
+
+  * cost: a value replay with its truncation error (``expectation_value_functional(
+    with_error=True)``) against the value alone, best of several repeats, at T = 1 (the graph
+    spelled out on one thread when it has at most 2^18 entries, else the per-shard sweep) and
+    at T = 2 (the team's per-shard sweep); target: at most 1.15x;
+  * accuracy: at two tolerances, the value, the actual error against an untruncated run of
+    the same circuit, the estimate and the bound, after ``propagate``.
+
+    python benchmarks/truncation_error.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from monoprop import Circuit, ExpGate, Pauli, PauliOperator, PauliPropagator
+
+
+def kicked_ising(n: int, steps: int, kick: float = 0.6, bond: float = 0.4) -> Circuit:
+    gates, parameters = [], []
+    for _ in range(steps):
+        for q in range(n):
+            gates.append(ExpGate(PauliOperator({Pauli("X", q): 1.0}, n)))
+            parameters.append(kick)
+        for q in range(n - 1):
+            gates.append(ExpGate(PauliOperator({Pauli("ZZ", (q, q + 1)): 1.0}, n)))
+            parameters.append(bond)
+    return Circuit(gates, n, parameters=parameters)
+
+
+def observable(n: int) -> PauliOperator:
+    return PauliOperator({Pauli("Z", n // 2): 1.0}, n)
+
+
+def best_of(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def cost(n: int, steps: int, atol: float, calls: int) -> None:
+    circuit = kicked_ising(n, steps)
+    prop = PauliPropagator(observable(n), [], cutoff=2 * n, lower_atol=atol)
+    if prop.num_threads > 1:
+        prop._engine._set_small_work(0)  # the team's per-shard sweep, however small the graph
+    prop.build_graph(circuit)
+    point = np.asarray(circuit.parameters) * 1.05
+    plain = prop.expectation_value_functional()
+    bounded = prop.expectation_value_functional(with_error=True)
+    for fn in (plain, bounded):  # warm the replay buffers
+        fn(point)
+    repeat = 7
+    t_plain = best_of(lambda: [plain(point) for _ in range(calls)], repeat) / calls
+    t_bound = best_of(lambda: [bounded(point) for _ in range(calls)], repeat) / calls
+    entries = sum(prop.graph_size())
+    print(
+        f"T={prop.num_threads} n={n} steps={steps} lower_atol={atol:g} entries={entries}: "
+        f"value {t_plain * 1e3:.3f} ms, with error {t_bound * 1e3:.3f} ms, "
+        f"ratio {t_bound / t_plain:.3f}"
+    )
+
+
+def accuracy(n: int, steps: int, tolerances) -> None:
+    circuit = kicked_ising(n, steps)
+    exact_prop = PauliPropagator(observable(n), [], cutoff=2 * n)
+    exact_prop.propagate(circuit)
+    exact = exact_prop.expectation_value()
+    print(f"n={n} steps={steps}: untruncated value {exact:.10f}")
+    for atol in tolerances:
+        prop = PauliPropagator(observable(n), [], cutoff=2 * n, lower_atol=atol)
+        prop.propagate(circuit)
+        value = prop.expectation_value()
+        error = prop.truncation_error()
+        print(
+            f"  lower_atol={atol:g}: value {value:.10f}, actual error {abs(value - exact):.3e}, "
+            f"estimate {error.estimate:.3e}, bound {error.bound:.3e}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        n, steps, atol, calls = args.child
+        cost(int(n), int(steps), float(atol), int(calls))
+        return
+    sizes = (
+        [(12, 4, 1e-3, 200), (16, 6, 1e-4, 5)]
+        if args.quick
+        else [
+            (12, 4, 1e-3, 200),
+            (16, 6, 1e-4, 5),
+            (20, 8, 1e-5, 1),
+        ]
+    )
+    print("cost (each row a fresh process; the thread count is read at construction)")
+    for threads in (1, 2):
+        for n, steps, atol, calls in sizes:
+            env = dict(os.environ, monoprop_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+            child = [str(n), str(steps), str(atol), str(calls)]
+            subprocess.run([sys.executable, __file__, "--child", *child], env=env, check=True)
+    print("accuracy")
+    accuracy(10, 4, [1e-2, 1e-3])
+    if not args.quick:
+        accuracy(12, 5, [1e-3, 1e-4])
+
+
+if __name__ == "__main__":
+    main()
