@@ -64,8 +64,8 @@ void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const doub
         const Shard& me = shards_[static_cast<std::size_t>(s)];
         forward_layer(me.graph[l], cs, sn, c, s, pare, reverse ? &me.tape : nullptr, dropped ? dropped + s : nullptr);
       });
-    // Remote entries are pairs, which drop nothing (a pared one is not counted:
-    // the bound refuses pare on more than one rank).
+    // Remote entries rotate, dropping nothing (a pared one is not counted: the
+    // bound refuses pare on more than one rank).
     if (const RemoteLayer& remote = remote_[l]; !remote.empty())
       remote_step(t, team, remote, cs, sn, c, 1, ours_.data() + remote.offset, theirs_.data() + remote.offset, pare);
     team.sync(t);
@@ -176,10 +176,11 @@ auto Propagator<A, W, I>::expectation_value_with_error(const std::vector<double>
         "truncation_error: this propagator was propagated or built with only_rotate_len_k, which leaves "
         "anticommuting terms unrotated without recording them, so no bound is known; propagate or build "
         "without only_rotate_len_k.");
-  if (pare > 0.0 && remote_entries_ > 0)
+  // Every rank refuses alike (a rank alone would leave the others in the reduction).
+  if (pare > 0.0 && routing_.ranks() > 1)
     throw UsageError(
-        "truncation_error: a pared replay (pare_threshold) of a graph that spans MPI ranks cannot count what "
-        "paring drops; replay without pare_threshold.");
+        "truncation_error: a pared replay (pare_threshold) on more than one MPI rank does not count what paring "
+        "drops between ranks; replay without pare_threshold.");
   Dropped total;
   const double value = evaluate(parameters, pare, mapping, &total);
   const double scale = error_scale();

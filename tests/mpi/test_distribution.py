@@ -277,6 +277,46 @@ def test_propagate_matches_single_process(name):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pauli-cutoff",
+        "pauli-informed",
+        "pauli-clifford",
+        "pauli-noise-informed",
+        "pauli-noise-schrodinger",
+        "majorana-support",
+        "majorana-schrodinger",
+        "majorana-noise",
+    ],
+)
+def test_truncation_error_matches_single_process(name):
+    """Each rank counts what its terms drop; the reduction over the ranks gives the single
+    process's count (summed in another order: equal to rounding), the same on every rank."""
+    dist, alone, theta, circuit = built_pair(WORLD, name)
+    context = f"{name} on {WORLD.size} ranks, T={dist.num_threads}"
+    errors = [(dist.truncation_error(theta), alone.truncation_error(theta))]
+    family, config, options = CASES[name]
+    observable, _, _, occupied = random_problem(
+        family, 6, 30, 11, options.get("cliffords", 0), options.get("channels", 0)
+    )
+    bound = Circuit(circuit.gates, circuit.system_size, parameters=theta)
+    propagated = []
+    for comm in (WORLD, None):
+        prop = make(family, observable, occupied, comm, **config)
+        prop.propagate(bound)
+        propagated.append(prop.truncation_error())
+    errors.append(tuple(propagated))
+    for mine, single in errors:
+        assert mine.bound == pytest.approx(single.bound, rel=1e-12, abs=1e-14), context
+        assert mine.estimate == pytest.approx(single.estimate, rel=1e-12, abs=1e-14), context
+        assert all(other == mine for other in WORLD.allgather(mine)), context
+    if WORLD.size > 1:  # refused on every rank alike
+        with pytest.raises(RuntimeError, match="pare_threshold"):
+            dist.expectation_value_functional(1e-3, with_error=True)(theta)
+
+
+@pytest.mark.mpi
 def test_extend_contract_and_update_match_single_process():
     dist, alone, theta, circuit = built_pair(WORLD, "pauli-exact", gates=12)
     # A seeded extension: the new circuit's parameters come first (Heisenberg).
