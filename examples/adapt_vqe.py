@@ -150,8 +150,9 @@ def main() -> None:
         print(f"stopped after --max-rounds {args.max_rounds} gates")
     elapsed = time.perf_counter() - start
 
+    bound = objective.truncation_error(x).bound  # the error bar of the truncated value
     print(
-        f"ADAPT energy {energy:.10f}  ({len(x)} gates, {objective.nfev} replays, "
+        f"ADAPT energy {energy:.10f} ± {bound:.1e}  ({len(x)} gates, {objective.nfev} replays, "
         f"{objective.refreshes} refreshes, {elapsed:.2f} s)"
     )
     if n <= 12:

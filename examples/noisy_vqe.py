@@ -95,8 +95,11 @@ def main() -> None:
     )
     clean = vqe(propagator, 0.0, args.seed)
     noisy = vqe(propagator, args.rate, args.seed)
-    print(f"VQE energy without noise      {clean.fun:.10f}  ({clean.nit} iterations)")
-    print(f"VQE energy at rate {args.rate:<10g} {noisy.fun:.10f}  ({noisy.nit} iterations)")
+    for name, result in (("without noise     ", clean), (f"at rate {args.rate:<10g}", noisy)):
+        print(
+            f"VQE energy {name} {result.fun:.10f} ± {result.truncation_error.bound:.1e}  "
+            f"({result.nit} iterations)"
+        )
     print(f"noise costs                   {noisy.fun - clean.fun:.10f}")
 
     # Calibration data: the energy at the noiseless optimum and at random angles, measured on

@@ -213,7 +213,8 @@ def main() -> None:
         check = untruncated_energy(trial.params, hamiltonian, ground, comm, args.graphs)
         if root:
             print(
-                f"  trial {trial.number}: energy {trial.values[0]:.10f}, untruncated "
+                f"  trial {trial.number}: energy {trial.values[0]:.10f} "
+                f"± {trial.user_attrs['truncation_bound']:.1e}, untruncated "
                 f"{check:.10f} (error {check - ground:.1e}), "
                 f"{trial.user_attrs['graph_entries']} graph entries\n    "
                 + " ".join(

@@ -207,7 +207,8 @@ def main() -> None:
     result = optimize.minimize(propagator, x0, method="L-BFGS-B", progress=args.progress)
     elapsed = time.perf_counter() - start
     print(
-        f"VQE energy   {result.fun:.10f}  ({result.nit} iterations, {result.nfev} replays, "
+        f"VQE energy   {result.fun:.10f} ± {result.truncation_error.bound:.1e}  "
+        f"({result.nit} iterations, {result.nfev} replays, "
         f"{elapsed:.2f} s)"
     )
 

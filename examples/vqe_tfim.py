@@ -164,7 +164,8 @@ def main() -> None:
     elapsed = time.perf_counter() - start
     evaluations = len(result.history)
     print(
-        f"VQE energy   {result.fun:.10f}  ({result.nit} iterations, {evaluations} evaluations "
+        f"VQE energy   {result.fun:.10f} ± {result.truncation_error.bound:.1e}  "
+        f"({result.nit} iterations, {evaluations} evaluations "
         f"in {elapsed:.3f} s: {evaluations / elapsed:.0f} evaluations/s, L-BFGS-B included)"
     )
     exact = None

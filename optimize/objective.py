@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from monoprop import MonomialPropagator
+from monoprop import MonomialPropagator, TruncationError
 
 from .guard import Guard, Rebuild
 
@@ -101,6 +101,16 @@ class Objective:
         self.nfev += 1
         self.history.append(Evaluation(x.copy(), value, float("nan")))
         return value
+
+    def truncation_error(self, x: Any) -> TruncationError:
+        """The truncation error of the value at ``x`` on the propagator evaluated now (with
+        this objective's ``pare_threshold``): a :class:`~monoprop.TruncationError` whose
+        ``bound`` the distance to the untruncated value provably stays under. One replay of
+        the value, not counted in ``nfev`` or ``history``."""
+        functional = self.propagator.expectation_value_functional(
+            self._guard.pare_threshold, with_error=True
+        )
+        return functional(_point(x))[1]
 
     def _cached_at(self, x: np.ndarray) -> tuple[float, np.ndarray] | None:
         """``(value, gradient)`` at ``x`` if it was the last point and nothing changed since."""

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import scipy.optimize
 
+from monoprop import TruncationError
 from monoprop.validation import check_int
 
 from .guard import Rebuild
@@ -66,7 +67,10 @@ def minimize(
 
     Returns scipy's ``OptimizeResult`` with, in addition, ``segments`` (the :class:`Segment`
     records; one without reseeding), ``history`` (this call's :class:`Evaluation` records,
-    one per replay), ``refreshes``, ``rebuilds`` and ``objective``.
+    one per replay), ``refreshes``, ``rebuilds``, ``objective`` and ``truncation_error``: the
+    :class:`~monoprop.TruncationError` of ``fun`` at ``x`` (one more replay), so that the
+    untruncated energy at ``x`` lies within ``fun ± truncation_error.bound``; None where the
+    propagator cannot bound it (``only_rotate_len_k``).
 
     >>> import numpy as np
     >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
@@ -75,6 +79,8 @@ def minimize(
     >>> result = minimize(prop, [0.1])        # <Z> = cos(2θ), least at θ = π/2 + kπ
     >>> round(result.fun, 8), len(result.history) == result.nfev, len(result.segments)
     (-1.0, True, 1)
+    >>> result.truncation_error.bound           # nothing was truncated
+    0.0
     """
     if isinstance(problem, Objective):
         if rebuild is not None or pare_threshold is not None:
@@ -137,7 +143,17 @@ def minimize(
     result.refreshes = objective.refreshes - refreshes
     result.rebuilds = objective.rebuilds - rebuilds
     result.objective = objective
+    result.truncation_error = _truncation_error(objective, result.x)
     return result
+
+
+def _truncation_error(objective: Objective, x: np.ndarray) -> TruncationError | None:
+    """The error bar of the value at the solution, or None where the propagator cannot bound
+    it (a graph built with ``only_rotate_len_k`` leaves terms unrotated without a record)."""
+    try:
+        return objective.truncation_error(x)
+    except RuntimeError:
+        return None
 
 
 def _stalled(x, value, gradient, last: Segment, uses_gradient) -> scipy.optimize.OptimizeResult:

@@ -67,6 +67,7 @@ _POLL = 1.0
 _SLACK = 2.0
 
 _COSTS = ("graph_entries", "terms", "replays", "wall_time")
+_RANKINGS = ("energy", "energy+bound")
 
 # A child of Optuna's logger: its handler and verbosity (optuna.logging.set_verbosity) apply.
 _logger = optuna.logging.get_logger("optuna.monoprop")
@@ -85,6 +86,7 @@ def run_study(
     directions: Sequence[str] | None = None,
     comm: Any = None,
     cost: str | Callable[[Any], float] = "graph_entries",
+    rank_by: str = "energy",
     catch: tuple[type[Exception], ...] = (),
     heartbeat_interval: int | None = 60,
     grace_period: int | None = None,
@@ -140,6 +142,12 @@ def run_study(
     storage asks for, and the three arguments above do not apply. In-memory and journal
     storages have no heartbeat.
 
+    ``rank_by``: ``"energy"`` (the default) makes a trial's value, and what it reports each
+    iteration to the pruner, its optimised energy; ``"energy+bound"`` adds the truncation
+    bound at the same point (:meth:`~monoprop.PauliPropagator.truncation_error`), a value the
+    untruncated energy provably stays under, so that a trial cannot win on truncation error
+    (one more replay an iteration, for the reports).
+
     ``directions``: ``None`` minimises the energy; two directions, such as
     ``["minimize", "minimize"]``, make the study multi-objective over ``(energy, cost)``, where
     ``cost`` is ``"graph_entries"`` (the graph's recorded entries, what one replay costs;
@@ -149,6 +157,7 @@ def run_study(
     Each finished trial records the user attributes ``energy``, ``terms``, ``graph_size``,
     ``graph_entries``, ``replays``, ``iterations``, ``segments`` (scipy runs: more than one
     when ``reseed_every`` rebuilt the graph), ``message`` (why the optimisation ended),
+    ``truncation_bound`` and ``truncation_estimate`` (the optimised energy's error bar),
     ``refreshes``, ``rebuilds`` and ``wall_time``; a pruned one records those it has. A trial
     that reseeds reports its energy at every iteration of every segment, numbered over the
     whole trial. Term and graph counts are summed over
@@ -169,6 +178,11 @@ def run_study(
     directions = _directions(directions)
     if not (callable(cost) or cost in _COSTS):
         raise ValueError(f"cost={cost!r} is not one of {_COSTS} or a callable of the result.")
+    if rank_by not in _RANKINGS:
+        raise ValueError(
+            f"rank_by={rank_by!r} is not one of {_RANKINGS}: 'energy' ranks trials on their "
+            "optimised value, 'energy+bound' on that value plus its truncation bound."
+        )
     comm = _SelfComm() if comm is None else comm
     root = comm.rank == 0
     # The study lives on the root rank only (None elsewhere); only the root touches it.
@@ -187,7 +201,7 @@ def run_study(
         try:
             with beating:
                 state, values, attributes = _run_trial(
-                    make_problem, shared, comm, len(directions) == 1, cost, catch
+                    make_problem, shared, comm, len(directions) == 1, cost, rank_by, catch
                 )
         except optuna.exceptions.UpdateFinishedTrialError:
             # A report found the trial marked failed by another worker: drop it, go on.
@@ -201,14 +215,16 @@ def run_study(
     return study
 
 
-def _run_trial(make_problem, trial, comm, reports: bool, cost, catch) -> tuple:
+def _run_trial(make_problem, trial, comm, reports: bool, cost, rank_by: str, catch) -> tuple:
     """``(state, values, user attributes)`` of one trial; raises what the trial raised unless
     its type is in ``catch``."""
     start = time.perf_counter()
     objective = None
+    bounded = rank_by == "energy+bound"
     try:
         objective, x0, settings = _problem(make_problem(trial), comm)
-        callback = _reporter(trial, reports, settings.pop("callback", None))
+        ranked = _bounded_value(objective) if bounded else None
+        callback = _reporter(trial, reports, settings.pop("callback", None), ranked)
         result = minimize(objective, x0, callback=callback, **settings)
     except optuna.TrialPruned:
         return TrialState.PRUNED, None, _attributes(objective, None, comm, start)
@@ -216,6 +232,13 @@ def _run_trial(make_problem, trial, comm, reports: bool, cost, catch) -> tuple:
         return TrialState.FAIL, None, _attributes(objective, None, comm, start)
     attributes = _attributes(objective, result, comm, start)
     energy = float(result.fun)
+    if bounded:
+        if result.truncation_error is None:
+            raise ValueError(
+                "rank_by='energy+bound' needs a truncation bound, which this propagator cannot "
+                "give (a graph built with only_rotate_len_k); rank by 'energy' instead."
+            )
+        energy += result.truncation_error.bound
     if reports:
         return TrialState.COMPLETE, energy, attributes
     price = cost(result) if callable(cost) else attributes[cost]
@@ -224,8 +247,10 @@ def _run_trial(make_problem, trial, comm, reports: bool, cost, catch) -> tuple:
 
 def _log_trial(number: int, state: TrialState, attributes: dict, params: dict) -> None:
     """One line per trial, so that a long study shows where it is."""
-    energy = attributes.get("energy")
-    shown = "" if energy is None else f" energy {energy:.10g},"
+    energy, bound = attributes.get("energy"), attributes.get("truncation_bound")
+    shown = "" if energy is None else f" energy {energy:.10g}"
+    shown += "" if energy is None or bound is None else f" ± {bound:.1e}"
+    shown += "" if energy is None else ","
     _logger.info(
         f"Trial {number} {state.name.lower()}:{shown} {attributes.get('replays', 0)} replays, "
         f"{attributes['wall_time']:.2f} s, parameters {params}"
@@ -251,23 +276,38 @@ def _problem(made: Any, comm: Any) -> tuple[Objective, np.ndarray, dict]:
     return problem, x0, settings
 
 
-def _reporter(trial, reports: bool, user_callback: Callable | None) -> Callable:
-    """The per-iteration callback: report the energy, prune when told, then the user's."""
+def _reporter(
+    trial, reports: bool, user_callback: Callable | None, ranked: Callable | None
+) -> Callable:
+    """The per-iteration callback: report the energy (or what ``ranked`` makes of the
+    iterate), prune when told, then the user's."""
     steps = iter(range(2**62))
 
     def report(intermediate_result) -> None:
         step = next(steps)
         if reports:
+            value = float(
+                intermediate_result.fun if ranked is None else ranked(intermediate_result)
+            )
             # On a shared trial both calls run on rank 0, which broadcasts the answer.
-            trial.report(float(intermediate_result.fun), step)
+            trial.report(value, step)
             if trial.should_prune():
-                raise optuna.TrialPruned(
-                    f"pruned at iteration {step} with energy {intermediate_result.fun:.10g}"
-                )
+                raise optuna.TrialPruned(f"pruned at iteration {step} with value {value:.10g}")
         if user_callback is not None:
             user_callback(intermediate_result)
 
     return report
+
+
+def _bounded_value(objective: Objective) -> Callable:
+    """``iterate -> energy + truncation bound`` at the iterate's point: a value the
+    untruncated energy provably stays under, at the cost of one more replay an iteration."""
+
+    def value(intermediate_result) -> float:
+        bound = objective.truncation_error(intermediate_result.x).bound
+        return float(intermediate_result.fun) + bound
+
+    return value
 
 
 def _attributes(objective: Objective | None, result: Any, comm, start: float) -> dict:
@@ -293,6 +333,11 @@ def _attributes(objective: Objective | None, result: Any, comm, start: float) ->
             segments=len(result.segments),
             message=str(result.message),
         )
+        if result.truncation_error is not None:
+            attributes.update(
+                truncation_bound=float(result.truncation_error.bound),
+                truncation_estimate=float(result.truncation_error.estimate),
+            )
     return attributes
 
 

@@ -155,7 +155,7 @@ def test_vqe_hubbard_reaches_the_exact_ground_energy() -> None:
 def test_adapt_vqe_reaches_the_exact_ground_energy() -> None:
     out = run_example("adapt_vqe.py", "--qubits", "4", "--max-rounds", "30")
     adapt = re.search(
-        r"ADAPT energy\s+(-?[\d.]+)\s+\((\d+) gates, (\d+) replays, (\d+) refreshes", out
+        r"ADAPT energy\s+(-?[\d.]+) ± \S+\s+\((\d+) gates, (\d+) replays, (\d+) refreshes", out
     )
     exact = float(re.search(r"exact energy\s+(-?[\d.]+)", out).group(1))
     energy, gates, refreshes = float(adapt.group(1)), int(adapt.group(2)), int(adapt.group(4))
@@ -179,9 +179,12 @@ def test_optuna_study_resumes_from_its_sqlite_file(tmp_path: Path) -> None:
     second = run_example("optuna_study.py", "--trials", "5", "--max-trials", "8", *args)
     assert re.search(r"study 'tfim-4': 8 trials", second), second
     ground = float(re.search(r"ground energy\s+(-?[\d.]+)", second).group(1))
-    untruncated = float(re.search(r"untruncated\s+(-?[\d.]+)", second).group(1))
-    # The best trial's angles, evaluated without truncation, are variational and close.
+    best = re.search(r"energy (-?[\d.]+) ± (\S+), untruncated\s+(-?[\d.]+)", second)
+    energy, bound, untruncated = (float(v) for v in best.groups())
+    # The best trial's angles, evaluated without truncation, are variational and close, and
+    # within the trial's error bar (printed to two digits).
     assert ground - 1e-9 <= untruncated < ground + 1e-3, second
+    assert abs(untruncated - energy) <= 1.06 * bound + 1e-9, second
 
 
 def test_optuna_study_keeps_its_graphs_and_loads_them_again(tmp_path: Path) -> None:
@@ -198,5 +201,7 @@ def test_optuna_study_keeps_its_graphs_and_loads_them_again(tmp_path: Path) -> N
         p.name: (p / "monoprop.json").stat().st_mtime_ns for p in (tmp_path / "graphs").iterdir()
     }
     assert again == graphs, second
-    energies = re.findall(r"energy (-?[\d.]+), untruncated", first)
-    assert energies and energies == re.findall(r"energy (-?[\d.]+), untruncated", second), second
+    energies = re.findall(r"energy (-?[\d.]+ ± \S+), untruncated", first)
+    assert energies and energies == re.findall(r"energy (-?[\d.]+ ± \S+), untruncated", second), (
+        second
+    )

@@ -69,6 +69,10 @@ def test_reseeding_reaches_a_lower_true_energy_than_one_seeded_graph(seed):
     assert true_energy(reseeded.x) < true_energy(once.x) - 0.5
     # The last graph was seeded near the returned point, so its value is close to the truth.
     assert reseeded.fun == pytest.approx(true_energy(reseeded.x), abs=1e-2)
+    # Each result's error bar holds the true energy at its point, the one graph's too.
+    for result in (once, reseeded):
+        assert abs(true_energy(result.x) - result.fun) <= result.truncation_error.bound + 1e-12
+    assert reseeded.truncation_error.bound > 0.0
     if reseeded.success:
         assert reseeded.message.startswith("CONVERGENCE")
 

@@ -89,6 +89,44 @@ def test_a_trial_that_reseeds_reports_every_iteration_of_every_segment():
         assert steps[expected.nit - 1] == pytest.approx(expected.fun, abs=1e-12)
 
 
+def truncated_problem(trial):
+    """A graph seeded at small angles with a coarse lower_atol: its values carry error bars."""
+    from test_optimize_reseed import start, truncated
+
+    x0 = start(trial.suggest_int("seed", 0, 2))
+    return truncated(x0), x0
+
+
+def test_trials_record_their_error_bar_and_can_rank_on_energy_plus_bound():
+    from test_optimize_reseed import true_energy
+
+    plain = run_study(truncated_problem, n_trials=2, storage=optuna.storages.InMemoryStorage())
+    ranked = run_study(
+        truncated_problem,
+        n_trials=2,
+        storage=optuna.storages.InMemoryStorage(),
+        rank_by="energy+bound",
+    )
+    for study, bounded in ((plain, False), (ranked, True)):
+        for trial in study.trials:
+            prop, x0 = truncated_problem(optuna.trial.FixedTrial(trial.params))
+            expected = minimize(prop, x0)
+            attributes = trial.user_attrs
+            assert attributes["energy"] == expected.fun
+            bound = attributes["truncation_bound"]
+            assert bound == expected.truncation_error.bound > 0.0
+            assert attributes["truncation_estimate"] == expected.truncation_error.estimate
+            # The error bar holds the untruncated energy at the optimum.
+            assert abs(true_energy(expected.x) - expected.fun) <= bound + 1e-12
+            assert trial.value == (expected.fun + bound if bounded else expected.fun)
+            # The last iteration reported the value the trial is ranked on.
+            steps = trial.intermediate_values
+            last = steps[expected.nit - 1]
+            assert last == pytest.approx(trial.value, abs=1e-12)
+    with pytest.raises(ValueError, match="rank_by='value'"):
+        run_study(truncated_problem, n_trials=1, rank_by="value")
+
+
 def test_the_default_storage_is_a_sqlite_file_in_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run_study(tfim, n_trials=2)
