@@ -205,3 +205,21 @@ def test_optuna_study_keeps_its_graphs_and_loads_them_again(tmp_path: Path) -> N
     assert energies and energies == re.findall(r"energy (-?[\d.]+ ± \S+), untruncated", second), (
         second
     )
+
+
+def test_error_bars_hold_the_exact_value_and_shrink_with_the_tolerance() -> None:
+    out = run_example(
+        "error_bars.py", "--qubits", "8", "--steps", "3", "--points", "9", "--no-plot"
+    )
+    rows = re.findall(
+        r"lower_atol (\S+) .*E = (\S+) ± (\S+) \(estimate (\S+), actual error (\S+)\).*"
+        r"worst actual (\S+), worst bound (\S+)",
+        out,
+    )
+    assert len(rows) == 3, out
+    bounds = []
+    for _, _, bound, estimate, actual, worst_actual, worst_bound in rows:
+        assert float(actual) <= float(bound) and float(worst_actual) <= float(worst_bound), out
+        assert 0.0 < float(estimate) <= float(bound), out
+        bounds.append(float(bound))
+    assert bounds == sorted(bounds, reverse=True), out  # tighter tolerance, smaller bound
