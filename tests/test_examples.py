@@ -209,7 +209,7 @@ def test_optuna_study_keeps_its_graphs_and_loads_them_again(tmp_path: Path) -> N
 
 def test_error_bars_hold_the_exact_value_and_shrink_with_the_tolerance() -> None:
     out = run_example(
-        "error_bars.py", "--qubits", "8", "--steps", "3", "--points", "9", "--no-plot"
+        "error_bars.py", "--qubits", "10", "--steps", "4", "--points", "9", "--no-plot"
     )
     rows = re.findall(
         r"lower_atol (\S+) .*E = (\S+) ± (\S+) \(estimate (\S+), actual error (\S+)\).*"
