@@ -63,6 +63,10 @@ class Engine:
         """
         Value and gradient from one forward and one reverse sweep of the graph.
         """
+    def expectation_value_and_gradient_with_error(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], pare: typing.SupportsFloat | typing.SupportsIndex = 0.0, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None) -> tuple[float, numpy.typing.NDArray[numpy.float64], float, float]:
+        """
+        ``expectation_value_and_gradient`` and its truncation error: ``(value, gradient, bound, estimate)``.
+        """
     def expectation_value_with_error(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], pare: typing.SupportsFloat | typing.SupportsIndex = 0.0, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None) -> tuple[float, float, float]:
         """
         ``expectation_value`` and its truncation error: ``(value, bound, estimate)``, the bound on ``|exact - value|`` and the root of the sum of squared dropped weights.

@@ -528,12 +528,24 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
         return _with_check(expectation_value, engine)
 
+    @overload
     def expectation_value_and_gradient_functional(
-        self, pare_threshold: float | None = None
-    ) -> Callable[[ParameterValues], tuple[float, np.ndarray]]:
+        self, pare_threshold: float | None = None, *, with_error: Literal[False] = False
+    ) -> Callable[[ParameterValues], tuple[float, np.ndarray]]: ...
+
+    @overload
+    def expectation_value_and_gradient_functional(
+        self, pare_threshold: float | None = None, *, with_error: Literal[True]
+    ) -> Callable[[ParameterValues], tuple[float, np.ndarray, TruncationError]]: ...
+
+    def expectation_value_and_gradient_functional(
+        self, pare_threshold: float | None = None, *, with_error: bool = False
+    ) -> Callable[[ParameterValues], Any]:
         """A callable ``fn(parameters) -> (value, gradient)``.
 
         See :meth:`expectation_value_functional` for what it keeps and when it refuses.
+        ``with_error=True``: ``fn(parameters) -> (value, gradient, TruncationError)``, the
+        :meth:`truncation_error` counted in the gradient's forward sweep.
 
         >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
         >>> prop = PauliPropagator(PauliOperator({"Z": 1.0}, 1), [], cutoff=1)
@@ -543,8 +555,22 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         >>> round(value, 6), grad.round(6).tolist()
         (0.877583, [-0.958851])
         """
+        if not isinstance(with_error, bool):
+            raise TypeError(f"with_error must be True or False; got {with_error!r}.")
         engine, mapping = self._functional_state()
         pare = _pare(pare_threshold)
+
+        if with_error:
+
+            def with_truncation_error(parameters: ParameterValues = None):
+                value, gradient, bound, estimate = (
+                    engine().expectation_value_and_gradient_with_error(
+                        parameter_list(parameters), pare, mapping
+                    )
+                )
+                return value, gradient, TruncationError(bound, estimate)
+
+            return _with_check(with_truncation_error, engine)
 
         def expectation_value_and_gradient(parameters: ParameterValues = None):
             return engine().expectation_value_and_gradient(

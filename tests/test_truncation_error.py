@@ -169,6 +169,12 @@ def test_bound_holds_from_a_graph(family, channels, cliffords, seed, picture, mo
         assert prop.truncation_error(point) == error, context
         check(value, error, exact, f"{context} at {point}")
         check(*pared(point), exact, f"{context} pared at {point}")
+        # The gradient's forward sweep counts the same, with the same value.
+        with_gradient = prop.expectation_value_and_gradient_functional(with_error=True)(point)
+        assert with_gradient[0] == pytest.approx(value, abs=1e-12), context
+        np.testing.assert_allclose(with_gradient[1], prop.gradient(point), rtol=0, atol=1e-12)
+        assert with_gradient[2].bound == pytest.approx(error.bound, rel=1e-12, abs=1e-15)
+        assert with_gradient[2].estimate == pytest.approx(error.estimate, rel=1e-12, abs=1e-15)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 4])
@@ -312,6 +318,10 @@ def test_bad_parameters_are_refused_as_by_expectation_value():
         prop.truncation_error()
     with pytest.raises(TypeError, match="with_error"):
         prop.expectation_value_functional(with_error=1)
+    with pytest.raises(TypeError, match="with_error"):
+        prop.expectation_value_and_gradient_functional(with_error="yes")
+    with pytest.raises(ValueError, match="parameters"):
+        prop.expectation_value_and_gradient_functional(with_error=True)([math.inf, 0.1])
 
 
 def test_only_rotate_len_k_is_refused():

@@ -410,6 +410,21 @@ address of an mpi4py communicator's MPI_Comm.)doc");
       "``expectation_value`` and its truncation error: ``(value, bound, estimate)``, the bound on "
       "``|exact - value|`` and the root of the sum of squared dropped weights.");
   cls.def(
+      "expectation_value_and_gradient_with_error",
+      [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
+         const std::optional<std::vector<std::int32_t>>& mapping) {
+        std::vector<double> grad;
+        MonomialPropagator::ValueWithError out;
+        {
+          py::gil_scoped_release release;
+          out = self.expectation_value_and_gradient_with_error(theta, grad, pare, mapping ? &*mapping : nullptr);
+        }
+        return py::make_tuple(out.value, to_numpy(std::move(grad)), out.bound, out.estimate);
+      },
+      py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none(),
+      "``expectation_value_and_gradient`` and its truncation error: ``(value, gradient, bound, "
+      "estimate)``.");
+  cls.def(
       "expectation_value_and_gradient",
       [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
          const std::optional<std::vector<std::int32_t>>& mapping) {

@@ -7,7 +7,10 @@
 // the Schrodinger picture) on the coefficients of the terms that anticommute
 // with G; every term that commutes with G is untouched. Each such term is in
 // exactly one entry of the layer:
-//   cos (a):         a is only scaled: c_a <- cos c_a
+//   cos (a):         a is only scaled: c_a <- cos c_a. In a rotation its
+//                    sine branch is dropped, which truncation_error counts
+//                    (a noise scaling drops nothing; in a Transfer, cos = 1:
+//                    a keeps c_a and its transfer sin c_a is dropped)
 //   pair (a, b, s):  a and b rotate into each other
 //                      c_a <- cos c_a - s sin c_b,  c_b <- cos c_b + s sin c_a
 //   birth (a, b, s): a pair whose b was born in the layer (b starts at 0)

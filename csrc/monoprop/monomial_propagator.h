@@ -172,6 +172,13 @@ class MonomialPropagator {
     (void)parameters, (void)pare, (void)mapping;
     throw UsageError("this propagator type cannot bound its truncation error; forward it to the propagator it wraps.");
   }
+  // The same with the gradient, from the forward sweep of the gradient's replay.
+  virtual ValueWithError expectation_value_and_gradient_with_error(
+      const std::vector<double>& parameters, std::vector<double>& gradient, double pare = 0.0,
+      const std::vector<std::int32_t>* mapping = nullptr) const {
+    (void)parameters, (void)gradient, (void)pare, (void)mapping;
+    throw UsageError("this propagator type cannot bound its truncation error; forward it to the propagator it wraps.");
+  }
   // Hermitian-basis coefficients after replaying the graph (store order).
   virtual std::vector<double> contract(const std::vector<double>& parameters, bool inplace) = 0;
   virtual TermList evolved_terms(const std::vector<double>& parameters, double atol) const = 0;

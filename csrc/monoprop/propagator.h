@@ -85,6 +85,9 @@ class Propagator final : public MonomialPropagator {
                                         double pare, const std::vector<std::int32_t>* mapping) const override;
   ValueWithError expectation_value_with_error(const std::vector<double>& parameters, double pare,
                                               const std::vector<std::int32_t>* mapping) const override;
+  ValueWithError expectation_value_and_gradient_with_error(const std::vector<double>& parameters,
+                                                           std::vector<double>& gradient, double pare,
+                                                           const std::vector<std::int32_t>* mapping) const override;
   std::vector<double> contract(const std::vector<double>& parameters, bool inplace) override;
   TermList evolved_terms(const std::vector<double>& parameters, double atol) const override;
   std::vector<double> coefficients_of(const std::vector<Term>& terms,
@@ -377,6 +380,11 @@ class Propagator final : public MonomialPropagator {
   // (Heisenberg), or the sum of |h| over the observable's non-identity terms
   // (Schrodinger; propagator_replay.h).
   double error_scale() const;
+  // The value and gradient; with `total`, as evaluate.
+  double evaluate_gradient(const std::vector<double>& parameters, std::vector<double>& gradient, double pare,
+                           const std::vector<std::int32_t>* mapping, Dropped* total) const;
+  // Refuses a bound that cannot be had (only_rotate_len_k; pare on several ranks).
+  void check_bounded(double pare) const;
   double* spread_adjoint(int s) const;
   void replay_back(int t, Team& team, double* const* state, const double* theta, double pare, const std::int32_t* lp,
                    std::vector<std::vector<double>>& dphi) const;

@@ -170,6 +170,27 @@ template <typename A, int W, typename I>
 auto Propagator<A, W, I>::expectation_value_with_error(const std::vector<double>& parameters, double pare,
                                                        const std::vector<std::int32_t>* mapping) const
     -> ValueWithError {
+  check_bounded(pare);
+  Dropped total;
+  const double value = evaluate(parameters, pare, mapping, &total);
+  const double scale = error_scale();
+  return {value, scale * total.sum, scale * std::sqrt(total.squares)};
+}
+
+template <typename A, int W, typename I>
+auto Propagator<A, W, I>::expectation_value_and_gradient_with_error(const std::vector<double>& parameters,
+                                                                    std::vector<double>& gradient, double pare,
+                                                                    const std::vector<std::int32_t>* mapping) const
+    -> ValueWithError {
+  check_bounded(pare);
+  Dropped total;
+  const double value = evaluate_gradient(parameters, gradient, pare, mapping, &total);
+  const double scale = error_scale();
+  return {value, scale * total.sum, scale * std::sqrt(total.squares)};
+}
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::check_bounded(double pare) const {
   check_valid();
   if (unbounded_)
     throw UsageError(
@@ -181,10 +202,6 @@ auto Propagator<A, W, I>::expectation_value_with_error(const std::vector<double>
     throw UsageError(
         "truncation_error: a pared replay (pare_threshold) on more than one MPI rank does not count what paring "
         "drops between ranks; replay without pare_threshold.");
-  Dropped total;
-  const double value = evaluate(parameters, pare, mapping, &total);
-  const double scale = error_scale();
-  return {value, scale * total.sum, scale * std::sqrt(total.squares)};
 }
 
 template <typename A, int W, typename I>
@@ -245,6 +262,13 @@ template <typename A, int W, typename I>
 double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<double>& parameters,
                                                            std::vector<double>& gradient, double pare,
                                                            const std::vector<std::int32_t>* mapping) const {
+  return evaluate_gradient(parameters, gradient, pare, mapping, nullptr);
+}
+
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::evaluate_gradient(const std::vector<double>& parameters, std::vector<double>& gradient,
+                                              double pare, const std::vector<std::int32_t>* mapping,
+                                              Dropped* total) const {
   const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping, true);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
@@ -252,6 +276,7 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
     std::vector<double*> state(shards_.size());
     std::vector<double> partial(shards_.size(), 0.0);
     std::vector<std::vector<double>> dphi(shards_.size());
+    std::vector<Dropped> dropped(total ? shards_.size() : 0);
     Team::run(threads(), small_replay(), [&](int t, Team& team) {
       team.each(t, [&](int s) {
         const Shard& me = shards_[static_cast<std::size_t>(s)];
@@ -260,7 +285,7 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
         state[static_cast<std::size_t>(s)] = me.state.data();
         dphi[static_cast<std::size_t>(s)].assign(L, 0.0);
       });
-      replay(t, team, state.data(), parameters.data(), pare, lp, true);
+      replay(t, team, state.data(), parameters.data(), pare, lp, true, total ? dropped.data() : nullptr);
       team.each(t, [&](int s) {
         partial[static_cast<std::size_t>(s)] = weighted_sum(s, state[static_cast<std::size_t>(s)], 1);
         state[static_cast<std::size_t>(s)] = spread_adjoint(s);
@@ -279,11 +304,23 @@ double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<dou
     }
     double f = 0.0;
     for (const double part : partial) f += part;
-    // Then over the ranks, in one reduction.
+    // Then over the ranks, in one reduction (with the dropped sums, folded as in evaluate).
+    if (total) {
+      *total = held_;
+      for (const Dropped& part : dropped) *total += part;
+      gradient.push_back(total->sum);
+      gradient.push_back(total->squares);
+    }
     gradient.push_back(f);
     config_.comm.sum(gradient.data(), gradient.size());
     f = gradient.back();
     gradient.pop_back();
+    if (total) {
+      total->squares = gradient.back();
+      gradient.pop_back();
+      total->sum = gradient.back();
+      gradient.pop_back();
+    }
     return f + core_;
   });
 }

@@ -296,6 +296,12 @@ def test_truncation_error_matches_single_process(name):
     dist, alone, theta, circuit = built_pair(WORLD, name)
     context = f"{name} on {WORLD.size} ranks, T={dist.num_threads}"
     errors = [(dist.truncation_error(theta), alone.truncation_error(theta))]
+    errors.append(  # the gradient's forward sweep counts the same
+        tuple(
+            p.expectation_value_and_gradient_functional(with_error=True)(theta)[2]
+            for p in (dist, alone)
+        )
+    )
     family, config, options = CASES[name]
     observable, _, _, occupied = random_problem(
         family, 6, 30, 11, options.get("cliffords", 0), options.get("channels", 0)
