@@ -23,7 +23,15 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # threads.py's workloads
+
 from monoprop import Circuit, ExpGate, Pauli, PauliOperator, PauliPropagator
+
+# (workload of threads.py, its size, Trotter steps) for the accuracy rows.
+WORKLOAD_SIZES = {
+    "quick": [("ising", (4, 4), 3), ("tfim", (4, 4), 3), ("fh", (4,), 3)],
+    "full": [("ising", (5, 5), 4), ("tfim", (4, 4), 4), ("fh", (6,), 4)],
+}
 
 
 def kicked_ising(n: int, steps: int, kick: float = 0.6, bond: float = 0.4) -> Circuit:
@@ -90,6 +98,32 @@ def accuracy(n: int, steps: int, tolerances) -> None:
         )
 
 
+def workload_accuracy(name: str, size, steps: int, tolerances) -> None:
+    """The benchmark workloads of ``threads.py`` after ``propagate``: actual error against a run
+    at a thousandth of the smallest tolerance, estimate and bound."""
+    from threads import WORKLOADS, make_propagator
+
+    import monoprop
+
+    wl = WORKLOADS[name](*size)
+    reference_atol = min(tolerances) / 1000
+    rows = []
+    for atol in (reference_atol, *tolerances):
+        prop, circuit = make_propagator(monoprop, wl, steps, atol)
+        prop.propagate(circuit)
+        rows.append((atol, prop.expectation_value(), prop.truncation_error(), prop.size()))
+    _, reference, reference_error, reference_terms = rows[0]
+    print(
+        f"{wl['desc']}, {steps} steps: reference lower_atol={reference_atol:g} "
+        f"({reference_terms} terms) value {reference:.10f} ± {reference_error.bound:.1e}"
+    )
+    for atol, value, error, terms in rows[1:]:
+        print(
+            f"  lower_atol={atol:g} ({terms} terms): value {value:.10f}, actual error "
+            f"{abs(value - reference):.3e}, estimate {error.estimate:.3e}, bound {error.bound:.3e}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -118,6 +152,8 @@ def main() -> None:
     accuracy(10, 4, [1e-2, 1e-3])
     if not args.quick:
         accuracy(12, 5, [1e-3, 1e-4])
+    for name, size, steps in WORKLOAD_SIZES["quick" if args.quick else "full"]:
+        workload_accuracy(name, size, steps, [1e-3, 1e-4])
 
 
 if __name__ == "__main__":
