@@ -123,6 +123,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         lower_atol: float | None = None,
         upper_atol: float | None = None,
         comm: Any = None,
+        memory_limit: int | None = None,
     ) -> None:
         _warn_wrong_case_threads()
         _check_coefficients(initial_operator, "initial_operator")
@@ -149,6 +150,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         if not isinstance(cutoff_type, str):
             raise TypeError(f"cutoff_type must be a str; got {cutoff_type!r}.")
         comm_handle = _comm_handle(comm)
+        memory_limit = _memory_limit(memory_limit)
         _warn_negative_tolerance("lower_atol", lower)
         _warn_negative_tolerance("upper_atol", upper)
         initial_operator_arrays = TermArrays.from_keys(keys, h)
@@ -167,6 +169,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             lower_atol=lower,
             upper_atol=upper,
             comm_handle=comm_handle,
+            memory_limit=memory_limit,
         )
         self._comm = comm  # the engine uses its handle: keep the communicator alive
         self._build: checkpointed_build.BuildRecord | None = None  # a checkpointed build
@@ -576,6 +579,22 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         """
         return self._engine.num_threads
 
+    @property
+    def memory_limit(self) -> int | None:
+        """The memory budget in bytes given at construction, or None (read-only).
+
+        None means ``monoprop_MEMORY_LIMIT`` (bytes) as read at construction, else the default
+        set when each operation starts: what the process holds plus 80% of the memory then
+        available, at most 90% of the physical memory. Copies keep the value; a save does not
+        record it, since a budget belongs to the machine (a loaded propagator has None).
+
+        >>> from monoprop import PauliOperator, PauliPropagator
+        >>> prop = PauliPropagator(PauliOperator({"Z": 1}, 1), [], cutoff=1, memory_limit=2**32)
+        >>> prop.memory_limit
+        4294967296
+        """
+        return self._engine.memory_limit
+
     # -- raw layout of the sole shard (T = 1): read-only snapshots -------------------------
 
     def mp_op(self) -> dict[str, np.ndarray]:
@@ -809,7 +828,10 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         for name, value in self.__dict__.items():
             if name == "_engine":
                 value = _core.restore_engine(
-                    arrays, comm_handle=_comm_handle(self._comm), threads=self.num_threads
+                    arrays,
+                    comm_handle=_comm_handle(self._comm),
+                    threads=self.num_threads,
+                    memory_limit=self.memory_limit,
                 )
             elif name != "_comm":
                 value = copy.deepcopy(value, memo)
@@ -990,6 +1012,22 @@ def _check_coefficients(operator: Any, argument: str) -> None:
     coefficients = getattr(operator, "coefficients", None)
     if isinstance(coefficients, list):
         check_finite_array(coefficients, f"{argument}.coefficients", fix=fix)
+
+
+def _memory_limit(value: Any) -> int | None:
+    """``memory_limit`` as a plain int (bytes, from 1 to 2**64 - 1), or None."""
+    if value is None:
+        return None
+    return check_int(
+        value,
+        "memory_limit",
+        minimum=1,
+        maximum=2**64 - 1,
+        message="memory_limit must be a number of bytes (an int) or None; got {value!r} "
+        "({type}). Pass for example memory_limit=8 * 10**9 for 8 GB.",
+        range_message="memory_limit={value!r} is not a number of bytes from 1 to 2**64 - 1; pass "
+        "a positive int such as 8 * 10**9 for 8 GB, or None for the default budget.",
+    )
 
 
 def _pare(threshold: float | None) -> float:

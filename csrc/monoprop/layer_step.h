@@ -128,14 +128,14 @@ void Propagator<A, W, I>::check_growth(int s, const LayerPlan& plan, bool evolvi
   const std::size_t bytes = me.keys.growth_bytes(me.born) + me.born * (sizeof(double) * (evolving ? 2 : 1) + 1) +
                             (plan.record ? 6 * queries + 2 * me.quiet.size() : 0);
   if (budget_.grant(bytes)) return;
-  throw MemoryBudgetError(
-      std::string(plan.operation) + " stopped at layer " + std::to_string(plan.layer + 1) + " of " +
-      std::to_string(plan.layers) + ": it would need about " + format_bytes(bytes) + " more for shard " +
-      std::to_string(s) + " (" + std::to_string(me.born) + " new terms beside " + std::to_string(me.keys.size()) +
-      " held), and the process would pass its memory budget of " + format_bytes(budget_.limit()) + " (it holds about " +
-      format_bytes(budget_.expected()) +
-      "; monoprop_MEMORY_LIMIT sets the budget in bytes). Raise lower_atol, lower the cutoff, or distribute over "
-      "more MPI ranks. The propagator is left as it was before the call.");
+  throw MemoryBudgetError(std::string(plan.operation) + " stopped at layer " + std::to_string(plan.layer + 1) + " of " +
+                          std::to_string(plan.layers) + ": it would need about " + format_bytes(bytes) +
+                          " more for shard " + std::to_string(s) + " (" + std::to_string(me.born) +
+                          " new terms beside " + std::to_string(me.keys.size()) +
+                          " held), and the process, holding about " + format_bytes(budget_.expected()) +
+                          ", would pass its " + budget_.describe() +
+                          ". Raise lower_atol, lower the cutoff, raise the budget, or distribute over more MPI ranks. "
+                          "The propagator is left as it was before the call.");
 }
 
 // Appends the births in the order they were looked up: by source shard, then

@@ -82,6 +82,9 @@ struct Config {
   // The shard count T. Unset, the usual: monoprop_NUM_THREADS, else the
   // OpenMP default; a copy made through save_state() sets it to keep its T.
   std::optional<int> threads;
+  // The memory budget in bytes (memory_budget.h). Unset, the usual:
+  // monoprop_MEMORY_LIMIT, else the default from the available memory.
+  std::optional<std::uint64_t> memory_limit;
 };
 
 // Terms held, decoded: slots of term t are slots[offsets[t] .. offsets[t+1]).
@@ -179,6 +182,9 @@ class MonomialPropagator {
   virtual std::vector<std::int32_t> layer_gates() const = 0;
   virtual void set_parameter_mapping(const std::vector<std::int32_t>& per_layer) = 0;
   virtual MemoryUsage memory() const = 0;
+  // The memory budget's limit in bytes: the given or environment limit, or
+  // the default as the last operation (or construction) set it.
+  virtual std::uint64_t memory_budget() const = 0;
   // The whole propagator as named arrays (saved_state.h); restore_propagator
   // turns them back into a propagator whose replays are bitwise this one's.
   // Subclasses of their own (decorators) refuse unless they forward it.
@@ -338,6 +344,7 @@ std::unique_ptr<MonomialPropagator> make_propagator(Config config, BasisChange b
 // to the shards anew. ArgumentError when the state is damaged or not a
 // propagator's.
 std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, mpi::Comm comm = {},
-                                                       std::optional<int> threads = std::nullopt);
+                                                       std::optional<int> threads = std::nullopt,
+                                                       std::optional<std::uint64_t> memory_limit = std::nullopt);
 
 }  // namespace monoprop

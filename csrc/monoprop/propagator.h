@@ -110,6 +110,7 @@ class Propagator final : public MonomialPropagator {
   std::vector<std::int32_t> layer_gates() const override;
   void set_parameter_mapping(const std::vector<std::int32_t>& per_layer) override;
   MemoryUsage memory() const override;
+  std::uint64_t memory_budget() const override { return budget_.limit(); }
   SavedState save_state() const override;
 
  protected:

@@ -181,7 +181,7 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
       saved.push_back(shard.base);
       values.push_back(&shard.base);
     }
-    budget_.refresh();
+    budget_.start();
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
         apply_circuit(t, team, plan, &parameters, 0, values.data(), nullptr, nullptr, k);
@@ -243,7 +243,7 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
     std::vector<RemoteLayer> added_remote;
     CircuitPlan plan = plan_circuit(circuit, k);
     report_routing(plan);
-    budget_.refresh();
+    budget_.start();
     std::vector<double*> c(shards_.size());
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
