@@ -64,6 +64,13 @@ class MajoranaPropagator(MonomialPropagator[MajoranaOperator]):
       the memory then available (``MemAvailable``, or the room under a container's limit), at
       most 90% of the physical memory. A budget belongs to the machine: copies keep it,
       :meth:`save` does not record it (a loaded propagator has ``None``).
+    * ``on_memory_limit`` (default ``"raise"``): what a layer that would pass the memory budget
+      does. ``"raise"`` stops the operation with the :class:`MemoryError`. ``"truncate"`` keeps
+      the layer's largest new terms that fit: it raises ``lower_atol`` for that layer and the
+      rest of the call just enough (:attr:`memory_truncations`, :attr:`effective_lower_atol`),
+      and the branches it drops are ordinary inactive (cos-only) entries. It needs
+      coefficients (``propagate``, or a build with parameter values); it never drops held
+      terms, so a layer that cannot fit without any new term still raises. One MPI rank only.
 
     ``pare_threshold`` of :meth:`expectation_value_functional` and
     :meth:`expectation_value_and_gradient_functional`: see the former.

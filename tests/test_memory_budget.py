@@ -1,9 +1,10 @@
 """The memory budget: a build that would outgrow it stops with a MemoryError before it
 grows, and leaves the propagator as it was before the call.
 
-The budget is ``monoprop_MEMORY_LIMIT`` (bytes, read at construction), else 90% of the
-physical memory. Each test sets a limit a little above what the process holds, then runs
-a circuit whose operator would grow by hundreds of megabytes.
+The budget is the ``memory_limit`` keyword (bytes), else ``monoprop_MEMORY_LIMIT`` (bytes, read
+at construction), else what the process holds plus 80% of the memory available when each
+operation starts, at most 90% of the physical memory. Each test sets a limit a little above
+what the process holds, then runs a circuit whose operator would grow by hundreds of megabytes.
 """
 
 from __future__ import annotations

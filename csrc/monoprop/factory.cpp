@@ -91,7 +91,8 @@ SavedSetup saved_setup(const SavedState& state) {
 
 std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, mpi::Comm comm,
                                                        std::optional<int> threads,
-                                                       std::optional<std::uint64_t> memory_limit) {
+                                                       std::optional<std::uint64_t> memory_limit,
+                                                       bool truncate_to_fit) {
   // Every rank reads its own part: all learn whether any part failed before
   // the construction communicates.
   SavedSetup setup;
@@ -101,6 +102,7 @@ std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, 
     setup = saved_setup(state);
     setup.config.threads = threads;
     setup.config.memory_limit = memory_limit;  // a budget belongs to the machine: never saved
+    setup.config.truncate_to_fit = truncate_to_fit;
   } catch (...) {
     error = std::current_exception();
   }

@@ -182,14 +182,19 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
       values.push_back(&shard.base);
     }
     budget_.start();
+    raised_atol_.reset();
+    truncating_.clear();
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
         apply_circuit(t, team, plan, &parameters, 0, values.data(), nullptr, nullptr, k);
       });
     } catch (const Refusal&) {
+      raised_atol_.reset();
       rollback(before, std::move(saved));
       throw;
     }
+    raised_atol_.reset();
+    truncations_.swap(truncating_);
     frame_ = start_frame_ = plan.after;  // the graph is empty: it starts here
     for (Shard& shard : shards_) {
       shard.n_base = shard.keys.size();
@@ -244,6 +249,8 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
     CircuitPlan plan = plan_circuit(circuit, k);
     report_routing(plan);
     budget_.start();
+    raised_atol_.reset();
+    truncating_.clear();
     std::vector<double*> c(shards_.size());
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
@@ -261,9 +268,12 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
                       &added_remote, k);
       });
     } catch (const Refusal&) {
+      raised_atol_.reset();
       rollback(before, {});
       throw;
     }
+    raised_atol_.reset();
+    truncations_.swap(truncating_);
     adopt_graph(circuit, plan, added, added_remote, continuing);
   });
 }
