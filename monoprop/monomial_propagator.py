@@ -614,6 +614,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         the layer's new terms had to pass: a term with ``|sin(phi) * c| <= lower_atol`` was
         only scaled by ``cos(phi)``. Later layers of the call scan with at least that
         ``lower_atol``. Empty when nothing was thinned; a failed call leaves the last record.
+        The thresholds depend on the room the process has at that moment (its resident
+        memory), so two runs may differ; a rerun of the same thresholds gives the same
+        operator.
 
         >>> from monoprop import PauliOperator, PauliPropagator
         >>> PauliPropagator(PauliOperator({"Z": 1}, 1), [], cutoff=1).memory_truncations

@@ -6,7 +6,9 @@
 // birth costs its key, index slot and coefficients; a pair or a quiet term
 // costs nothing new but its graph entry. So when the births would pass the
 // budget, the layer raises lower_atol to the smallest threshold tau at which
-// the births with |sn * c_a| > tau fit, and each dropped asker becomes a
+// the births with |sn * c_a| > tau fit, with room left for the rest of the
+// operation (the lookup lists growing to one a term, and a build's later
+// layers recording as many entries as this one), and each dropped asker becomes a
 // quiet term: scaled by cos phi, recorded as a cos entry. Its sine branch
 // sn * c_a b is what the truncation discards, an ordinary inactive entry of
 // the graph. Pairs of held terms keep rotating whatever their weight, so the
@@ -14,8 +16,10 @@
 // layers after it scan with lower_atol = max(lower_atol, tau) (scan()).
 //
 // The threshold is chosen over all of the rank's shards at once, on the
-// primary thread, from the coefficients alone: for a fixed (P, T) it is the
-// same at every run. Held terms are never dropped: when the layer would pass
+// primary thread: the births' weights are the same whatever the thread
+// count, but the room is the process's, read from its resident memory, so
+// two runs may thin different layers. Given the recorded thresholds
+// (memory_truncations) the result is deterministic. Held terms are never dropped: when the layer would pass
 // the budget without any birth, the operation stops with MemoryBudgetError
 // as in "raise". Only rotations on a single rank are thinned; noise layers,
 // structural builds (no coefficients) and runs on several MPI ranks raise.
