@@ -13,7 +13,7 @@ class Engine:
     One propagator's compiled state (internal).
     """
     cutoff_type: str
-    def __init__(self, *, family: str, num_modes: typing.SupportsInt | typing.SupportsIndex, initial_operator: monoprop.core_arrays.TermArrays, occupied: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], schrodinger_slots: typing.SupportsInt | typing.SupportsIndex | None, cutoff: typing.SupportsInt | typing.SupportsIndex, cutoff_type: str, lower_atol: typing.SupportsFloat | typing.SupportsIndex | None, upper_atol: typing.SupportsFloat | typing.SupportsIndex | None, basis_change: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]] | None = None, comm_handle: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
+    def __init__(self, *, family: str, num_modes: typing.SupportsInt | typing.SupportsIndex, initial_operator: monoprop.core_arrays.TermArrays, occupied: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], schrodinger_slots: typing.SupportsInt | typing.SupportsIndex | None, cutoff: typing.SupportsInt | typing.SupportsIndex, cutoff_type: str, lower_atol: typing.SupportsFloat | typing.SupportsIndex | None, upper_atol: typing.SupportsFloat | typing.SupportsIndex | None, basis_change: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]] | None = None, comm_handle: typing.SupportsInt | typing.SupportsIndex | None = None, memory_limit: typing.SupportsInt | typing.SupportsIndex | None = None, truncate_to_fit: bool = False) -> None:
         """
         A propagator of ``initial_operator`` on ``num_modes`` modes (or qubits, for
         ``family="pauli"``) from the product state with ``occupied`` modes set.
@@ -21,7 +21,9 @@ class Engine:
         ``schrodinger_slots`` (None: Heisenberg picture) bounds the Schrodinger state's terms in
         slots; ``cutoff`` and ``cutoff_type`` ("length" or "support") bound new terms, and
         ``lower_atol`` and ``upper_atol`` steer truncation by coefficient. ``comm_handle`` is the
-        address of an mpi4py communicator's MPI_Comm.
+        address of an mpi4py communicator's MPI_Comm. ``memory_limit`` (bytes; None: monoprop_MEMORY_LIMIT,
+        else the default from the available memory) is the memory budget; ``truncate_to_fit`` thins a layer
+        that would pass it instead of refusing.
         """
     def _inject_fault(self, where: str) -> None:
         ...
@@ -140,6 +142,21 @@ class Engine:
     def lower_atol(self, value: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
         ...
     @property
+    def memory_budget(self) -> int:
+        """
+        The memory budget's limit in bytes, as construction or the last operation set it.
+        """
+    @property
+    def memory_limit(self) -> int | None:
+        """
+        The memory budget in bytes given at construction, or None.
+        """
+    @property
+    def memory_truncations(self) -> list[tuple[int, float]]:
+        """
+        (layer, lower_atol) of each layer the last propagate or build thinned to fit.
+        """
+    @property
     def n_gates(self) -> int:
         ...
     @property
@@ -154,6 +171,11 @@ class Engine:
     @property
     def schrodinger(self) -> bool:
         ...
+    @property
+    def truncate_to_fit(self) -> bool:
+        """
+        Whether a layer that would pass the memory budget is thinned instead of refused.
+        """
     @property
     def upper_atol(self) -> float | None:
         ...
@@ -183,9 +205,9 @@ def mpi_library_version() -> str:
     """
     The MPI library this build links (empty without MPI), to compare with mpi4py's.
     """
-def restore_engine(arrays: dict, *, comm_handle: typing.SupportsInt | typing.SupportsIndex | None = None, threads: typing.SupportsInt | typing.SupportsIndex | None = None) -> Engine:
+def restore_engine(arrays: dict, *, comm_handle: typing.SupportsInt | typing.SupportsIndex | None = None, threads: typing.SupportsInt | typing.SupportsIndex | None = None, memory_limit: typing.SupportsInt | typing.SupportsIndex | None = None, truncate_to_fit: bool = False) -> Engine:
     """
-    The engine that Engine.save_state() described, with ``threads`` shards, else this process's thread count.
+    The engine that Engine.save_state() described, with ``threads`` shards, else this process's thread count, and the memory budget ``memory_limit`` (None: the environment's or the default) and ``truncate_to_fit``.
     """
 def thread_budget_from_environment() -> int:
     """

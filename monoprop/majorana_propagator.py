@@ -57,6 +57,20 @@ class MajoranaPropagator(MonomialPropagator[MajoranaOperator]):
       ``cutoff``.
     * ``comm`` (default ``None``): an mpi4py communicator to distribute the terms over its
       ranks (see :class:`MonomialPropagator`).
+    * ``memory_limit`` (default ``None``; bytes, an int > 0): the memory budget. An operation
+      that would take the process past it stops with a :class:`MemoryError` before it grows,
+      and leaves the propagator as it was. ``None`` reads ``monoprop_MEMORY_LIMIT`` (bytes),
+      else sets the budget when each operation starts to what the process holds plus 80% of
+      the memory then available (``MemAvailable``, or the room under a container's limit), at
+      most 90% of the physical memory. A budget belongs to the machine: copies keep it,
+      :meth:`save` does not record it (a loaded propagator has ``None``).
+    * ``on_memory_limit`` (default ``"raise"``): what a layer that would pass the memory budget
+      does. ``"raise"`` stops the operation with the :class:`MemoryError`. ``"truncate"`` keeps
+      the layer's largest new terms that fit: it raises ``lower_atol`` for that layer and the
+      rest of the call just enough (:attr:`memory_truncations`, :attr:`effective_lower_atol`),
+      and the branches it drops are ordinary inactive (cos-only) entries. It needs
+      coefficients (``propagate``, or a build with parameter values); it never drops held
+      terms, so a layer that cannot fit without any new term still raises. One MPI rank only.
 
     ``pare_threshold`` of :meth:`expectation_value_functional` and
     :meth:`expectation_value_and_gradient_functional`: see the former.

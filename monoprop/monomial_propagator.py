@@ -124,6 +124,8 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         lower_atol: float | None = None,
         upper_atol: float | None = None,
         comm: Any = None,
+        memory_limit: int | None = None,
+        on_memory_limit: str = "raise",
     ) -> None:
         _warn_wrong_case_threads()
         _check_coefficients(initial_operator, "initial_operator")
@@ -150,6 +152,8 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         if not isinstance(cutoff_type, str):
             raise TypeError(f"cutoff_type must be a str; got {cutoff_type!r}.")
         comm_handle = _comm_handle(comm)
+        memory_limit = _memory_limit(memory_limit)
+        truncate_to_fit = _truncate_to_fit(on_memory_limit, comm)
         _warn_negative_tolerance("lower_atol", lower)
         _warn_negative_tolerance("upper_atol", upper)
         initial_operator_arrays = TermArrays.from_keys(keys, h)
@@ -168,6 +172,8 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             lower_atol=lower,
             upper_atol=upper,
             comm_handle=comm_handle,
+            memory_limit=memory_limit,
+            truncate_to_fit=truncate_to_fit,
         )
         self._comm = comm  # the engine uses its handle: keep the communicator alive
         self._build: checkpointed_build.BuildRecord | None = None  # a checkpointed build
@@ -674,6 +680,65 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         """
         return self._engine.num_threads
 
+    @property
+    def memory_limit(self) -> int | None:
+        """The memory budget in bytes given at construction, or None (read-only).
+
+        None means ``monoprop_MEMORY_LIMIT`` (bytes) as read at construction, else the default
+        set when each operation starts: what the process holds plus 80% of the memory then
+        available, at most 90% of the physical memory. Copies keep the value; a save does not
+        record it, since a budget belongs to the machine (a loaded propagator has None).
+
+        >>> from monoprop import PauliOperator, PauliPropagator
+        >>> prop = PauliPropagator(PauliOperator({"Z": 1}, 1), [], cutoff=1, memory_limit=2**32)
+        >>> prop.memory_limit
+        4294967296
+        """
+        return self._engine.memory_limit
+
+    @property
+    def on_memory_limit(self) -> str:
+        """``"raise"`` or ``"truncate"``, as given at construction (read-only): what a layer that
+        would pass the memory budget does. Copies keep it; a save does not record it."""
+        return "truncate" if self._engine.truncate_to_fit else "raise"
+
+    @property
+    def memory_truncations(self) -> list[tuple[int, float]]:
+        """The layers the last :meth:`propagate` or :meth:`build_graph` thinned to fit the memory
+        budget (``on_memory_limit="truncate"``), as ``(layer, lower_atol)`` pairs (read-only).
+
+        ``layer`` counts that call's rotation and noise layers from 0 in application order
+        (Clifford gates, folded into a frame, are not layers); ``lower_atol`` is the threshold
+        the layer's new terms had to pass: a term with ``|sin(phi) * c| <= lower_atol`` was
+        only scaled by ``cos(phi)``. Later layers of the call scan with at least that
+        ``lower_atol``. Empty when nothing was thinned; a failed call leaves the last record.
+        The thresholds depend on the room the process has at that moment (its resident
+        memory), so two runs may differ; a rerun of the same thresholds gives the same
+        operator.
+
+        >>> from monoprop import PauliOperator, PauliPropagator
+        >>> PauliPropagator(PauliOperator({"Z": 1}, 1), [], cutoff=1).memory_truncations
+        []
+        """
+        return [(int(layer), float(atol)) for layer, atol in self._engine.memory_truncations]
+
+    @property
+    def effective_lower_atol(self) -> float | None:
+        """The largest ``lower_atol`` the last :meth:`propagate` or :meth:`build_graph` used
+        (read-only): :attr:`lower_atol`, or the highest threshold a memory truncation raised it
+        to (:attr:`memory_truncations`).
+
+        >>> from monoprop import PauliOperator, PauliPropagator
+        >>> prop = PauliPropagator(PauliOperator({"Z": 1}, 1), [], cutoff=1, lower_atol=1e-5)
+        >>> prop.effective_lower_atol
+        1e-05
+        """
+        raised = [atol for _, atol in self.memory_truncations]
+        lower = self.lower_atol
+        if lower is not None and lower >= 0:
+            raised.append(lower)
+        return max(raised) if raised else lower
+
     # -- raw layout of the sole shard (T = 1): read-only snapshots -------------------------
 
     def mp_op(self) -> dict[str, np.ndarray]:
@@ -907,7 +972,11 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         for name, value in self.__dict__.items():
             if name == "_engine":
                 value = _core.restore_engine(
-                    arrays, comm_handle=_comm_handle(self._comm), threads=self.num_threads
+                    arrays,
+                    comm_handle=_comm_handle(self._comm),
+                    threads=self.num_threads,
+                    memory_limit=self.memory_limit,
+                    truncate_to_fit=self._engine.truncate_to_fit,
                 )
             elif name != "_comm":
                 value = copy.deepcopy(value, memo)
@@ -1088,6 +1157,42 @@ def _check_coefficients(operator: Any, argument: str) -> None:
     coefficients = getattr(operator, "coefficients", None)
     if isinstance(coefficients, list):
         check_finite_array(coefficients, f"{argument}.coefficients", fix=fix)
+
+
+def _memory_limit(value: Any) -> int | None:
+    """``memory_limit`` as a plain int (bytes, from 1 to 2**64 - 1), or None."""
+    if value is None:
+        return None
+    return check_int(
+        value,
+        "memory_limit",
+        minimum=1,
+        maximum=2**64 - 1,
+        message="memory_limit must be a number of bytes (an int) or None; got {value!r} "
+        "({type}). Pass for example memory_limit=8 * 10**9 for 8 GB.",
+        range_message="memory_limit={value!r} is not a number of bytes from 1 to 2**64 - 1; pass "
+        "a positive int such as 8 * 10**9 for 8 GB, or None for the default budget.",
+    )
+
+
+def _truncate_to_fit(on_memory_limit: Any, comm: Any) -> bool:
+    """``on_memory_limit`` checked: True for ``"truncate"``, False for ``"raise"``."""
+    if not isinstance(on_memory_limit, str):
+        raise TypeError(
+            f"on_memory_limit must be the str 'raise' or 'truncate'; got {on_memory_limit!r} "
+            f"({type(on_memory_limit).__name__})."
+        )
+    if on_memory_limit not in ("raise", "truncate"):
+        raise ValueError(
+            f"on_memory_limit={on_memory_limit!r} is not a choice; pass 'raise' (stop with a "
+            "MemoryError) or 'truncate' (drop the smallest new terms to fit)."
+        )
+    if on_memory_limit == "truncate" and comm is not None and int(comm.Get_size()) > 1:
+        raise ValueError(
+            f"on_memory_limit='truncate' thins layers on one MPI rank only, and comm has "
+            f"{int(comm.Get_size())} ranks; pass on_memory_limit='raise' or run on one rank."
+        )
+    return on_memory_limit == "truncate"
 
 
 def _pare(threshold: float | None) -> float:

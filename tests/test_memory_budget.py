@@ -1,9 +1,10 @@
 """The memory budget: a build that would outgrow it stops with a MemoryError before it
 grows, and leaves the propagator as it was before the call.
 
-The budget is ``monoprop_MEMORY_LIMIT`` (bytes, read at construction), else 90% of the
-physical memory. Each test sets a limit a little above what the process holds, then runs
-a circuit whose operator would grow by hundreds of megabytes.
+The budget is the ``memory_limit`` keyword (bytes), else ``monoprop_MEMORY_LIMIT`` (bytes, read
+at construction), else what the process holds plus 80% of the memory available when each
+operation starts, at most 90% of the physical memory. Each test sets a limit a little above
+what the process holds, then runs a circuit whose operator would grow by hundreds of megabytes.
 """
 
 from __future__ import annotations
@@ -146,3 +147,134 @@ def test_the_refusal_uses_a_lower_bound_and_its_advice_fits(monkeypatch):
     prop = PauliPropagator(small_operator(), [], cutoff=2)
     assert resident_bytes() - held < room
     assert prop.expectation_value() == 1.0  # <0000|Z0 Z1|0000>
+
+
+# The memory_limit keyword: bytes, over monoprop_MEMORY_LIMIT; a budget belongs to the
+# machine, so copies keep it and saves do not record it.
+def test_the_keyword_overrides_the_variable_and_stops_the_build(monkeypatch):
+    monkeypatch.setenv(ENV, str(2**62))  # would allow everything
+    limit = resident_bytes() + 40 * 2**20
+    prop = PauliPropagator(
+        PauliOperator({Pauli("Z", N // 2): 1.0}, N), [], cutoff=N, memory_limit=limit
+    )
+    assert prop.memory_limit == limit and prop._engine.memory_budget == limit
+    prop.build_graph(Circuit(ising_layers(1), N))
+    before = (prop.size(), prop.graph_size(), prop.graph_layers)
+    big = Circuit(ising_layers(6), N)
+    with pytest.raises(MemoryError) as caught:
+        prop.build_graph(big, seed_parameters=[0.3] * (prop.n_parameters + big.n_parameters))
+    message = str(caught.value)
+    assert f"memory_limit={limit} the propagator was given" in message, message
+    assert (prop.size(), prop.graph_size(), prop.graph_layers) == before
+
+
+def test_the_keyword_is_kept_by_copies_and_not_saved(tmp_path):
+    import copy
+    import pickle
+
+    import monoprop
+    from monoprop import MajoranaOperator, MajoranaPropagator
+
+    prop = MajoranaPropagator(
+        MajoranaOperator({(0, 1): 1j}, 2), [], cutoff=4, memory_limit=3 * 10**9
+    )
+    assert prop.memory_limit == 3 * 10**9
+    assert copy.copy(prop).memory_limit == 3 * 10**9
+    assert copy.deepcopy(prop).memory_limit == 3 * 10**9
+    assert copy.deepcopy(prop)._engine.memory_budget == 3 * 10**9
+    assert pickle.loads(pickle.dumps(prop)).memory_limit is None
+    prop.save(tmp_path / "saved")
+    assert monoprop.load(tmp_path / "saved").memory_limit is None
+    assert PauliPropagator(small_operator(), [], cutoff=2).memory_limit is None
+
+
+@pytest.mark.parametrize(
+    "value, error",
+    [
+        ("8000000000", TypeError),
+        (8e9, TypeError),
+        (True, TypeError),
+        ([10], TypeError),
+        (0, ValueError),
+        (-5, ValueError),
+        (2**64, ValueError),
+    ],
+)
+def test_bad_keywords_are_refused_before_anything_is_built(value, error):
+    for make in (
+        lambda: PauliPropagator(small_operator(), [], cutoff=2, memory_limit=value),
+        lambda: __import__("monoprop").MajoranaPropagator(
+            __import__("monoprop").MajoranaOperator({(0, 1): 1j}, 2),
+            [],
+            cutoff=4,
+            memory_limit=value,
+        ),
+    ):
+        with pytest.raises(error) as caught:
+            make()
+        message = str(caught.value)
+        assert f"memory_limit={value!r}" in message or f"got {value!r}" in message, message
+        assert "memory_limit" in message and "bytes" in message, message
+
+
+# The default, without the keyword or the variable: when an operation starts, what the
+# process holds plus 80% of the memory available then, at most 90% of the physical memory.
+def available_bytes() -> int:
+    with open("/proc/meminfo") as fh:
+        fields = dict(line.split(":", 1) for line in fh)
+    available = int(fields["MemAvailable"].split()[0]) * 1024
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            cap = fh.read().strip()
+        if cap != "max":
+            with open("/sys/fs/cgroup/memory.current") as fh:
+                current = int(fh.read())
+            with open("/sys/fs/cgroup/memory.stat") as fh:
+                stat = dict(line.split() for line in fh)
+            available = min(available, int(cap) - (current - int(stat["inactive_file"])))
+    except FileNotFoundError:
+        pass
+    return available
+
+
+def default_budget_now(prop: PauliPropagator) -> tuple[int, int, int]:
+    """(low, budget, high): the budget an operation set, between what the readings before
+    and after it allow."""
+    low = resident_bytes() + 0.8 * available_bytes()
+    prop.propagate(Circuit([ExpGate(PauliOperator({Pauli("X", 0): 1.0}, 4))], 4, parameters=[0.1]))
+    budget = prop._engine.memory_budget
+    high = resident_bytes() + 0.8 * available_bytes()
+    return min(low, high), budget, max(low, high)
+
+
+def test_the_default_follows_the_available_memory(monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.delenv(ENV, raising=False)
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    prop = PauliPropagator(small_operator(), [], cutoff=4)
+    low, budget, high = default_budget_now(prop)
+    slack = 64 * 2**20  # page cache and other processes move a little between readings
+    assert low - slack <= budget <= high + slack
+    assert budget <= 0.9 * total
+    # Memory another process holds is not available: the budget drops by about 80% of it.
+    hog = min(2 * 2**30, available_bytes() // 4)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; b = bytearray({hog}); b[::4096] = b'x' * len(b[::4096]); "
+            "print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "held"
+        low_held, budget_held, high_held = default_budget_now(prop)
+    finally:
+        child.communicate("")
+    assert low_held - slack <= budget_held <= high_held + slack
+    assert budget_held < budget - 0.5 * hog, (budget, budget_held, hog)

@@ -56,8 +56,20 @@ def weight(p: str) -> int:
     return sum(a != "I" for a in p)
 
 
-def apply_layer(ops: dict[str, float], g: str, theta: float, cutoff: int, lower=None, upper=None):
-    """One Heisenberg layer exp(+i theta G); returns the new operator."""
+def apply_layer(
+    ops: dict[str, float],
+    g: str,
+    theta: float,
+    cutoff: int,
+    lower=None,
+    upper=None,
+    births_above=None,
+):
+    """One Heisenberg layer exp(+i theta G); returns the new operator.
+
+    ``births_above`` (a memory truncation): an asking P whose Q is not held gives birth to Q
+    only when ``|sn * c_P| > births_above``; otherwise P is only scaled by cs. Pairs of held
+    terms rotate whatever their weight."""
     phi = 2 * theta
     sn, cs = math.sin(phi), math.cos(phi)
     new = dict(ops)
@@ -77,7 +89,7 @@ def apply_layer(ops: dict[str, float], g: str, theta: float, cutoff: int, lower=
         if q in ops:  # a pair (both asked: the same rotation twice, written once)
             new[p] = cs * ops[p] - s * sn * ops[q]
             new[q] = cs * ops[q] + s * sn * ops[p]
-        else:  # a birth
+        elif births_above is None or abs(sn * ops[p]) > births_above:  # a birth
             new[q] = s * sn * ops[p]
     return new
 

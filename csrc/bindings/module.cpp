@@ -322,8 +322,11 @@ PYBIND11_MODULE(_core, m) {
   cls.def(py::init([](const std::string& family, int num_modes, const TermArrays& initial_operator,
                       std::vector<int> occupied, std::optional<int> schrodinger_slots, std::int64_t cutoff,
                       const std::string& cutoff_type, std::optional<double> lower, std::optional<double> upper,
-                      std::optional<BasisChange> basis_change, std::optional<std::uintptr_t> comm_handle) {
+                      std::optional<BasisChange> basis_change, std::optional<std::uintptr_t> comm_handle,
+                      std::optional<std::uint64_t> memory_limit, bool truncate_to_fit) {
             Config config;
+            config.memory_limit = memory_limit;
+            config.truncate_to_fit = truncate_to_fit;
             config.family = parse_family(family);
             config.num_modes = num_modes;
             config.initial_operator = to_terms(initial_operator);
@@ -339,13 +342,16 @@ PYBIND11_MODULE(_core, m) {
           py::kw_only(), py::arg("family"), py::arg("num_modes"), py::arg("initial_operator"), py::arg("occupied"),
           py::arg("schrodinger_slots"), py::arg("cutoff"), py::arg("cutoff_type"), py::arg("lower_atol"),
           py::arg("upper_atol"), py::arg("basis_change") = py::none(), py::arg("comm_handle") = py::none(),
+          py::arg("memory_limit") = py::none(), py::arg("truncate_to_fit") = false,
           R"doc(A propagator of ``initial_operator`` on ``num_modes`` modes (or qubits, for
 ``family="pauli"``) from the product state with ``occupied`` modes set.
 
 ``schrodinger_slots`` (None: Heisenberg picture) bounds the Schrodinger state's terms in
 slots; ``cutoff`` and ``cutoff_type`` ("length" or "support") bound new terms, and
 ``lower_atol`` and ``upper_atol`` steer truncation by coefficient. ``comm_handle`` is the
-address of an mpi4py communicator's MPI_Comm.)doc");
+address of an mpi4py communicator's MPI_Comm. ``memory_limit`` (bytes; None: monoprop_MEMORY_LIMIT,
+else the default from the available memory) is the memory budget; ``truncate_to_fit`` thins a layer
+that would pass it instead of refusing.)doc");
 
   cls.def_property_readonly("comm_rank", [](const MonomialPropagator& self) { return self.config().comm.rank(); });
   cls.def_property_readonly("comm_size", [](const MonomialPropagator& self) { return self.config().comm.size(); });
@@ -490,6 +496,16 @@ address of an mpi4py communicator's MPI_Comm.)doc");
       "terms its shards hold.");
   cls.def("size", &MonomialPropagator::size, "Terms held by this rank.");
   cls.def_property_readonly("valid", &MonomialPropagator::valid);
+  cls.def_property_readonly(
+      "memory_limit", [](const MonomialPropagator& self) { return self.config().memory_limit; },
+      "The memory budget in bytes given at construction, or None.");
+  cls.def_property_readonly(
+      "truncate_to_fit", [](const MonomialPropagator& self) { return self.config().truncate_to_fit; },
+      "Whether a layer that would pass the memory budget is thinned instead of refused.");
+  cls.def_property_readonly("memory_truncations", &MonomialPropagator::memory_truncations,
+                            "(layer, lower_atol) of each layer the last propagate or build thinned to fit.");
+  cls.def_property_readonly("memory_budget", &MonomialPropagator::memory_budget,
+                            "The memory budget's limit in bytes, as construction or the last operation set it.");
   cls.def("check_valid", &MonomialPropagator::check_valid, "Raise InvalidPropagatorError once invalid.");
   cls.def("_inject_fault", &MonomialPropagator::inject_fault, py::arg("where"));
   cls.def("_set_small_work", &MonomialPropagator::set_small_work, py::arg("entries"));
@@ -635,14 +651,17 @@ address of an mpi4py communicator's MPI_Comm.)doc");
   // After Engine, so that its signature names the class.
   m.def(
       "restore_engine",
-      [](const py::dict& arrays, std::optional<std::uintptr_t> comm_handle, std::optional<int> threads) {
+      [](const py::dict& arrays, std::optional<std::uintptr_t> comm_handle, std::optional<int> threads,
+         std::optional<std::uint64_t> memory_limit, bool truncate_to_fit) {
         const SavedState state = state_of(arrays);
         mpi::Comm comm;
         if (comm_handle) comm = mpi::Comm::from_handle(reinterpret_cast<const void*>(*comm_handle));
-        auto engine = restore_propagator(state, std::move(comm), threads);
+        auto engine = restore_propagator(state, std::move(comm), threads, memory_limit, truncate_to_fit);
         engine->set_interrupt_check(&python_signal_pending);
         return engine;
       },
       py::arg("arrays"), py::kw_only(), py::arg("comm_handle") = py::none(), py::arg("threads") = py::none(),
-      "The engine that Engine.save_state() described, with ``threads`` shards, else this process's thread count.");
+      py::arg("memory_limit") = py::none(), py::arg("truncate_to_fit") = false,
+      "The engine that Engine.save_state() described, with ``threads`` shards, else this process's thread count, "
+      "and the memory budget ``memory_limit`` (None: the environment's or the default) and ``truncate_to_fit``.");
 }

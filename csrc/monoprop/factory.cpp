@@ -90,7 +90,9 @@ SavedSetup saved_setup(const SavedState& state) {
 }  // namespace
 
 std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, mpi::Comm comm,
-                                                       std::optional<int> threads) {
+                                                       std::optional<int> threads,
+                                                       std::optional<std::uint64_t> memory_limit,
+                                                       bool truncate_to_fit) {
   // Every rank reads its own part: all learn whether any part failed before
   // the construction communicates.
   SavedSetup setup;
@@ -99,6 +101,8 @@ std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, 
     if (threads && *threads < 1) throw ArgumentError("threads " + std::to_string(*threads) + " must be >= 1.");
     setup = saved_setup(state);
     setup.config.threads = threads;
+    setup.config.memory_limit = memory_limit;  // a budget belongs to the machine: never saved
+    setup.config.truncate_to_fit = truncate_to_fit;
   } catch (...) {
     error = std::current_exception();
   }

@@ -45,8 +45,11 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   if (me.flags.size() < n) me.flags.resize(n);
 
   const Truncation& t = config_.truncation;
-  const bool lower = c && t.lower_atol;
-  const double lower_atol = lower ? *t.lower_atol : 0.0;
+  // A memory truncation raises lower_atol for the rest of the operation (layer_fit.h).
+  std::optional<double> atol = t.lower_atol;
+  if (raised_atol_ && (!atol || *raised_atol_ > *atol)) atol = raised_atol_;
+  const bool lower = c && atol;
+  const double lower_atol = lower ? *atol : 0.0;
   // Copies the hot loop keeps in registers: a store to c[i] could otherwise
   // alias the plan's doubles and force a reload after every scaled term.
   const double sn = plan.sn, cs = plan.cs;

@@ -33,7 +33,13 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const LayerPlan& plan, 
   });
   team.sync(t);
   team.each(t, [&](int s) { resolve(s, plan, true); });
-  team.each(t, [&](int s) { check_growth(s, plan, values != nullptr); });
+  if (fits_by_truncation(plan, values)) {  // the rank's births are weighed together (layer_fit.h)
+    team.sync(t);
+    if (t == 0) fit_births(plan, values);
+    team.sync(t);
+  } else {
+    team.each(t, [&](int s) { check_growth(s, plan, values != nullptr); });
+  }
   team.each(t, [&](int s) { append_births(s, plan, values ? values[s] : nullptr); });
   team.sync(t);
   if (ranks) {  // answers back; both sides record the entries they share in the same order
@@ -128,14 +134,22 @@ void Propagator<A, W, I>::check_growth(int s, const LayerPlan& plan, bool evolvi
   const std::size_t bytes = me.keys.growth_bytes(me.born) + me.born * (sizeof(double) * (evolving ? 2 : 1) + 1) +
                             (plan.record ? 6 * queries + 2 * me.quiet.size() : 0);
   if (budget_.grant(bytes)) return;
-  throw MemoryBudgetError(
-      std::string(plan.operation) + " stopped at layer " + std::to_string(plan.layer + 1) + " of " +
-      std::to_string(plan.layers) + ": it would need about " + format_bytes(bytes) + " more for shard " +
-      std::to_string(s) + " (" + std::to_string(me.born) + " new terms beside " + std::to_string(me.keys.size()) +
-      " held), and the process would pass its memory budget of " + format_bytes(budget_.limit()) + " (it holds about " +
-      format_bytes(budget_.expected()) +
-      "; monoprop_MEMORY_LIMIT sets the budget in bytes). Raise lower_atol, lower the cutoff, or distribute over "
-      "more MPI ranks. The propagator is left as it was before the call.");
+  // What on_memory_limit="truncate" would do, or why it did not.
+  std::string truncation = " Or pass on_memory_limit=\"truncate\" to drop the smallest new terms.";
+  if (config_.truncate_to_fit)
+    truncation = !evolving ? " (on_memory_limit=\"truncate\" needs coefficients to choose what to drop: pass "
+                             "seed_parameters.)"
+                 : plan.kind != LayerKind::Rotation
+                     ? " (on_memory_limit=\"truncate\" thins rotations, and this layer is a noise channel.)"
+                     : " (on_memory_limit=\"truncate\" thins a layer on one MPI rank only.)";
+  throw MemoryBudgetError(std::string(plan.operation) + " stopped at layer " + std::to_string(plan.layer + 1) + " of " +
+                          std::to_string(plan.layers) + ": it would need about " + format_bytes(bytes) +
+                          " more for shard " + std::to_string(s) + " (" + std::to_string(me.born) +
+                          " new terms beside " + std::to_string(me.keys.size()) +
+                          " held), and the process, holding about " + format_bytes(budget_.expected()) +
+                          ", would pass its " + budget_.describe() +
+                          ". Raise lower_atol, lower the cutoff, raise the budget, or distribute over more MPI ranks." +
+                          truncation + " The propagator is left as it was before the call.");
 }
 
 // Appends the births in the order they were looked up: by source shard, then

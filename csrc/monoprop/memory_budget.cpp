@@ -5,23 +5,48 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace monoprop {
 namespace {
 
+// A whole file's text ("" where it cannot be read).
+std::string read_text(const char* path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return in ? text.str() : std::string();
+}
+
+// The cgroup (v2) limit, or 0 when there is none.
+std::uint64_t cgroup_max() {
+  std::ifstream cgroup("/sys/fs/cgroup/memory.max");
+  std::string value;
+  if (!(cgroup >> value) || value == "max") return 0;
+  char* end = nullptr;
+  const unsigned long long limit = std::strtoull(value.c_str(), &end, 10);
+  return end && *end == '\0' ? limit : 0;
+}
+
 std::uint64_t physical_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   std::uint64_t bytes = pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) : 0;
   // A container's limit (cgroup v2) is what the kernel enforces first.
-  std::ifstream cgroup("/sys/fs/cgroup/memory.max");
-  std::string value;
-  if (cgroup >> value && value != "max") {
-    char* end = nullptr;
-    const unsigned long long limit = std::strtoull(value.c_str(), &end, 10);
-    if (end && *end == '\0' && limit > 0 && (bytes == 0 || limit < bytes)) bytes = limit;
-  }
+  const std::uint64_t limit = cgroup_max();
+  if (limit > 0 && (bytes == 0 || limit < bytes)) bytes = limit;
   return bytes;
+}
+
+// The value of "name value" on its own line of `text` (0 when absent).
+std::uint64_t field(const std::string& text, const std::string& name) {
+  for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+    if (at != 0 && text[at - 1] != '\n') continue;
+    std::istringstream rest(text.substr(at + name.size()));
+    unsigned long long value = 0;
+    if (rest >> value) return value;
+  }
+  return 0;
 }
 
 std::uint64_t parse_limit(const char* raw) {
@@ -38,7 +63,8 @@ std::uint64_t parse_limit(const char* raw) {
   if (!ok || n == 0)
     throw UsageError("monoprop_MEMORY_LIMIT='" + value +
                      "' is not a byte count: it must be decimal digits for a number of bytes from 1 to "
-                     "18446744073709551615 (unset it to allow 90% of the physical memory).");
+                     "18446744073709551615 (unset it for the default: 80% of the memory available when an "
+                     "operation starts).");
   return n;
 }
 
@@ -51,6 +77,24 @@ std::uint64_t resident_bytes() {
   const int read = std::fscanf(f, "%llu %llu", &size, &resident);
   std::fclose(f);
   return read == 2 ? resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+std::uint64_t meminfo_available(const std::string& text) {
+  return field(text, "MemAvailable:") * 1024;  // the kernel writes kB (KiB)
+}
+
+std::uint64_t available_bytes() {
+  std::uint64_t available = meminfo_available(read_text("/proc/meminfo"));
+  // In a container the cgroup's room is what counts: its limit less what it
+  // charges, the inactive page cache (which the kernel reclaims first) aside.
+  if (const std::uint64_t limit = cgroup_max()) {
+    const std::uint64_t current = field(read_text("/sys/fs/cgroup/memory.current"), "");
+    const std::uint64_t cache = field(read_text("/sys/fs/cgroup/memory.stat"), "inactive_file ");
+    const std::uint64_t charged = current > cache ? current - cache : 0;
+    const std::uint64_t room = limit > charged ? limit - charged : 0;
+    if (available == 0 || room < available) available = room;
+  }
+  return available;
 }
 
 std::string format_bytes(std::uint64_t bytes) {
@@ -67,10 +111,35 @@ std::string format_bytes(std::uint64_t bytes) {
   return text;
 }
 
-MemoryBudget::MemoryBudget() {
-  const char* raw = std::getenv("monoprop_MEMORY_LIMIT");
-  limit_ = raw ? parse_limit(raw) : physical_bytes() / 10 * 9;
-  if (limit_ == 0) limit_ = ~std::uint64_t{0};  // unknown machine: no budget
+MemoryBudget::MemoryBudget(std::optional<std::uint64_t> given) : given_(given) {
+  if (given_) {
+    limit_ = *given_;
+  } else if (const char* raw = std::getenv("monoprop_MEMORY_LIMIT")) {
+    limit_ = parse_limit(raw);
+    from_environment_ = true;
+  } else {
+    start();
+  }
+}
+
+void MemoryBudget::set_default(std::uint64_t resident, std::uint64_t available, std::uint64_t physical) {
+  held_ = resident;
+  available_ = available;
+  const std::uint64_t most = physical / 10 * 9;
+  // Unknown available memory: 90% of the physical; unknown machine: no budget.
+  std::uint64_t limit = most;
+  from_available_ = false;
+  if (available > 0) {
+    const auto share = static_cast<std::uint64_t>(kAvailableShare * static_cast<double>(available));
+    from_available_ = most == 0 || resident + share < most;
+    if (from_available_) limit = resident + share;
+  }
+  limit_ = limit == 0 ? ~std::uint64_t{0} : limit;
+}
+
+void MemoryBudget::start() {
+  if (!given_ && !from_environment_) set_default(resident_bytes(), available_bytes(), physical_bytes());
+  refresh();
 }
 
 void MemoryBudget::refresh() {
@@ -84,6 +153,21 @@ bool MemoryBudget::grant(std::uint64_t bytes) {
   if (resident_ + before + bytes <= limit_) return true;
   granted_.fetch_sub(bytes, std::memory_order_relaxed);
   return false;
+}
+
+std::string MemoryBudget::describe() const {
+  std::string text = "memory budget of " + format_bytes(limit_) + " (";
+  if (given_)
+    text += "the memory_limit=" + std::to_string(*given_) + " the propagator was given";
+  else if (from_environment_)
+    text += "monoprop_MEMORY_LIMIT=" + std::to_string(limit_);
+  else if (from_available_)
+    text += "the default: the " + format_bytes(held_) +
+            " this process held when the operation started plus 80% of the " + format_bytes(available_) +
+            " then available; memory_limit= or monoprop_MEMORY_LIMIT sets it in bytes";
+  else
+    text += "the default: 90% of the physical memory; memory_limit= or monoprop_MEMORY_LIMIT sets it in bytes";
+  return text + ")";
 }
 
 }  // namespace monoprop

@@ -82,6 +82,12 @@ struct Config {
   // The shard count T. Unset, the usual: monoprop_NUM_THREADS, else the
   // OpenMP default; a copy made through save_state() sets it to keep its T.
   std::optional<int> threads;
+  // The memory budget in bytes (memory_budget.h). Unset, the usual:
+  // monoprop_MEMORY_LIMIT, else the default from the available memory.
+  std::optional<std::uint64_t> memory_limit;
+  // on_memory_limit="truncate": a layer of a build with coefficients that
+  // would pass the budget drops its smallest new terms instead (layer_fit.h).
+  bool truncate_to_fit = false;
 };
 
 // Terms held, decoded: slots of term t are slots[offsets[t] .. offsets[t+1]).
@@ -198,6 +204,12 @@ class MonomialPropagator {
   virtual std::vector<std::int32_t> layer_gates() const = 0;
   virtual void set_parameter_mapping(const std::vector<std::int32_t>& per_layer) = 0;
   virtual MemoryUsage memory() const = 0;
+  // The memory budget's limit in bytes: the given or environment limit, or
+  // the default as the last operation (or construction) set it.
+  virtual std::uint64_t memory_budget() const = 0;
+  // The layers of the last propagate or build whose new terms a memory
+  // truncation thinned: (layer of that call, 0-based, lower_atol it used).
+  virtual std::vector<std::pair<std::size_t, double>> memory_truncations() const = 0;
   // The whole propagator as named arrays (saved_state.h); restore_propagator
   // turns them back into a propagator whose replays are bitwise this one's.
   // Subclasses of their own (decorators) refuse unless they forward it.
@@ -357,6 +369,8 @@ std::unique_ptr<MonomialPropagator> make_propagator(Config config, BasisChange b
 // to the shards anew. ArgumentError when the state is damaged or not a
 // propagator's.
 std::unique_ptr<MonomialPropagator> restore_propagator(const SavedState& state, mpi::Comm comm = {},
-                                                       std::optional<int> threads = std::nullopt);
+                                                       std::optional<int> threads = std::nullopt,
+                                                       std::optional<std::uint64_t> memory_limit = std::nullopt,
+                                                       bool truncate_to_fit = false);
 
 }  // namespace monoprop

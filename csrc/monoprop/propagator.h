@@ -115,6 +115,8 @@ class Propagator final : public MonomialPropagator {
   std::vector<std::int32_t> layer_gates() const override;
   void set_parameter_mapping(const std::vector<std::int32_t>& per_layer) override;
   MemoryUsage memory() const override;
+  std::uint64_t memory_budget() const override { return budget_.limit(); }
+  std::vector<std::pair<std::size_t, double>> memory_truncations() const override { return truncations_; }
   SavedState save_state() const override;
 
  protected:
@@ -331,6 +333,10 @@ class Propagator final : public MonomialPropagator {
   void post_late(int s);
   Answer found(Shard& me, std::uint32_t b, const LayerPlan& plan);
   void check_growth(int s, const LayerPlan& plan, bool evolving);
+  // on_memory_limit="truncate" (layer_fit.h).
+  bool fits_by_truncation(const LayerPlan& plan, Column<double>** values) const;
+  void fit_births(const LayerPlan& plan, Column<double>** values);
+  void drop_births(const LayerPlan& plan, Column<double>** values, double atol);
   void append_births(int s, const LayerPlan& plan, Column<double>* values);
   void settle(int s, const LayerPlan& plan, Column<double>** values, Graph* record);
   void settle_part(int s, std::size_t o, const std::vector<Query>& queries, const LayerPlan& plan,
@@ -410,6 +416,10 @@ class Propagator final : public MonomialPropagator {
   Routing routing_;
   int rank_ = 0;
   MemoryBudget budget_;
+  // The lower_atol a memory truncation raised for the rest of the operation,
+  // and the layers it thinned: of the operation running, then of the last.
+  std::optional<double> raised_atol_;
+  std::vector<std::pair<std::size_t, double>> truncating_, truncations_;
   std::vector<RemoteLayer> remote_;  // aligned with layers_
   std::size_t remote_entries_ = 0;   // over all layers of remote_
   std::size_t entries_ = 0;          // graph entries on this rank, over all shards
@@ -439,6 +449,7 @@ class Propagator final : public MonomialPropagator {
 }  // namespace monoprop
 
 #include "layer_exchange.h"
+#include "layer_fit.h"
 #include "layer_scan.h"
 #include "layer_step.h"
 #include "propagator_build.h"

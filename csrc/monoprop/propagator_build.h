@@ -183,16 +183,21 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
       saved.push_back(shard.base);
       values.push_back(&shard.base);
     }
-    budget_.refresh();
+    budget_.start();
+    raised_atol_.reset();
+    truncating_.clear();
     for (Shard& shard : shards_) shard.dropped = {};
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
         apply_circuit(t, team, plan, &parameters, 0, values.data(), nullptr, nullptr, k);
       });
     } catch (const Refusal&) {
+      raised_atol_.reset();
       rollback(before, std::move(saved));
       throw;
     }
+    raised_atol_.reset();
+    truncations_.swap(truncating_);
     frame_ = start_frame_ = plan.after;                         // the graph is empty: it starts here
     for (const Shard& shard : shards_) held_ += shard.dropped;  // ascending shard order
     if (k) unbounded_ = true;
@@ -248,7 +253,9 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
     std::vector<RemoteLayer> added_remote;
     CircuitPlan plan = plan_circuit(circuit, k);
     report_routing(plan);
-    budget_.refresh();
+    budget_.start();
+    raised_atol_.reset();
+    truncating_.clear();
     std::vector<double*> c(shards_.size());
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
@@ -266,9 +273,12 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
                       &added_remote, k);
       });
     } catch (const Refusal&) {
+      raised_atol_.reset();
       rollback(before, {});
       throw;
     }
+    raised_atol_.reset();
+    truncations_.swap(truncating_);
     adopt_graph(circuit, plan, added, added_remote, continuing);
     if (k) unbounded_ = true;
   });

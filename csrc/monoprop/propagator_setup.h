@@ -21,6 +21,7 @@ Propagator<A, W, I>::Propagator(Bare, Config config, BasisChange basis_change, i
     : MonomialPropagator(std::move(config), std::move(basis_change), logical_num_modes, basis),
       routing_((config_.comm.check_thread("construction"), config_.comm), num_threads_, 2 * config_.num_modes),
       rank_(config_.comm.rank()),
+      budget_(config_.memory_limit),
       observable_keys_(2 * config_.num_modes, false),
       frame_(2 * config_.num_modes),
       start_frame_(2 * config_.num_modes) {
@@ -91,15 +92,12 @@ void Propagator<A, W, I>::check_shards_fit() const {
   message += ", whose empty stores and lookup lists alone take at least " + format_bytes(need) +
              " (each shard keeps a list for every shard, so this grows as the square of the thread count)";
   if (need > room)
-    message += "; with the " + format_bytes(held) + " this process holds, that passes its memory budget of " +
-               format_bytes(limit);
+    message += "; with the " + format_bytes(held) + " this process holds, that passes its " + budget_.describe();
   else
     message += ", which fits here, but another rank would pass its memory budget";
-  message +=
-      " (monoprop_MEMORY_LIMIT, else 90% of the physical memory). Nothing was allocated. Set monoprop_NUM_THREADS "
-      "to fewer threads (";
+  message += ". Nothing was allocated. Set monoprop_NUM_THREADS to fewer threads (";
   if (need > room) message += lo > 0 ? "at most " + std::to_string(lo) + " fit here; " : "not even one fits here; ";
-  message += "one per core is the usual choice), or raise monoprop_MEMORY_LIMIT.";
+  message += "one per core is the usual choice), or raise the budget (memory_limit=, monoprop_MEMORY_LIMIT).";
   throw MemoryBudgetError(message);
 }
 
