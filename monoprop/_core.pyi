@@ -101,7 +101,7 @@ class Engine:
         ...
     def set_progress(self, callback: typing.Any) -> None:
         """
-        Call ``callback(layers_done, layers_total, terms_held)`` during long operations; None stops it. An exception of the callback stops the operation, which leaves the propagator as it was, and is raised again.
+        Call ``callback(layers_done, layers_total, terms_held, bound)`` during long operations (``bound``: the truncation bound this call has dropped so far where coefficients are evolved, else 0); None stops it. An exception of the callback stops the operation, which leaves the propagator as it was, and is raised again.
         """
     def size(self) -> int:
         """

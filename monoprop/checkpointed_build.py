@@ -111,14 +111,14 @@ def build_in_pieces(
     on_record: Callable[[BuildRecord], None],
     save: Callable[[], None] | None,
     every: float,
-    report: Callable[[int, int, int], None] | None,
+    report: Callable[[int, int, int, float], None] | None,
 ) -> None:
     """Applies the layers ``record`` has not done, in pieces; after each, ``on_record`` gets
     the new record, and ``save`` runs once ``every`` seconds have passed since the last save
     (and when the build finishes).
 
-    ``report(steps done, steps, terms)`` follows the whole circuit, from where the record
-    stood.
+    ``report(steps done, steps, terms, bound)`` follows the whole circuit, from where the
+    record stood; ``bound`` adds up what the pieces of this call dropped at the seed.
     """
     heisenberg = not engine.schrodinger
     rotations = np.asarray(layers.quarter_turns) == 0
@@ -126,8 +126,9 @@ def build_in_pieces(
     piece = 1
     target = _PIECE_SHARE * every
     last_save = time.monotonic()
+    dropped = [0.0, 0.0]  # the bound of the pieces done, and of the running piece so far
     if report is not None:
-        report(record.steps_done, record.steps, engine.size())
+        report(record.steps_done, record.steps, engine.size(), 0.0)
     while not record.finished:
         rows = min(piece, record.total - record.done)
         # The circuit's rows this piece applies: the next ones in application order.
@@ -139,8 +140,11 @@ def build_in_pieces(
         offset = record.steps_done
         if report is not None:
 
-            def piece_report(done: int, _: int, terms: int, offset: int = offset) -> None:
-                report(offset + done, steps, terms)
+            def piece_report(
+                done: int, _: int, terms: int, bound: float, offset: int = offset
+            ) -> None:
+                dropped[1] = bound
+                report(offset + done, steps, terms, dropped[0] + bound)
 
             engine.set_progress(piece_report)
         began = time.monotonic()
@@ -158,8 +162,9 @@ def build_in_pieces(
             steps_done=offset + int(np.count_nonzero(rotations[start:stop])),
         )
         on_record(record)
+        dropped[:] = [dropped[0] + dropped[1], 0.0]
         if report is not None:
-            report(record.steps_done, steps, engine.size())
+            report(record.steps_done, steps, engine.size(), dropped[0])
         if save is not None and (record.finished or time.monotonic() - last_save >= every):
             save()
             last_save = time.monotonic()

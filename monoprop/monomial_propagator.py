@@ -1007,9 +1007,12 @@ def _layer_progress(engine: Any, what: str, enabled: bool) -> Iterator[None]:
 
 
 @contextmanager
-def _progress_bar(what: str, enabled: bool) -> Iterator[Callable[[int, int, int], None] | None]:
-    """A ``report(layers done, layers, terms held)`` drawing one tqdm bar on stderr while the
-    block runs, with the terms as a postfix; ``None`` when not enabled."""
+def _progress_bar(
+    what: str, enabled: bool
+) -> Iterator[Callable[[int, int, int, float], None] | None]:
+    """A ``report(layers done, layers, terms held, bound)`` drawing one tqdm bar on stderr
+    while the block runs, with the terms and, once truncation dropped something, the bound
+    accumulated so far as a postfix; ``None`` when not enabled."""
     if not enabled:
         yield None
         return
@@ -1019,7 +1022,7 @@ def _progress_bar(what: str, enabled: bool) -> Iterator[Callable[[int, int, int]
     # build's first report is where it stands.
     bar = None
 
-    def report(done: int, total: int, terms: int) -> None:
+    def report(done: int, total: int, terms: int, bound: float) -> None:
         nonlocal bar
         if bar is None:
             bar = tqdm(
@@ -1030,7 +1033,10 @@ def _progress_bar(what: str, enabled: bool) -> Iterator[Callable[[int, int, int]
                 file=sys.stderr,
                 dynamic_ncols=True,
             )
-        bar.set_postfix(terms=terms, refresh=False)
+        if bound > 0.0:
+            bar.set_postfix(terms=terms, bound=f"{bound:.2e}", refresh=False)
+        else:
+            bar.set_postfix(terms=terms, refresh=False)
         bar.update(done - bar.n)
 
     try:

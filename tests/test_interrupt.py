@@ -155,7 +155,7 @@ def test_a_raising_progress_callback_stops_the_operation_and_rolls_back(error, o
     theta = np.linspace(-1, 1, prop.n_parameters)
     before = prop.size(), prop.graph_layers, prop.expectation_value(theta)
 
-    def callback(done, total, terms):
+    def callback(done, total, terms, bound):
         if done == 3:
             raise error("stop here")
 

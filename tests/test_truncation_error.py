@@ -361,3 +361,38 @@ def test_graph_at_its_seed_drops_what_propagate_drops(
     actual = graph.truncation_error(list(case.parameters))
     assert actual.bound == pytest.approx(expected.bound, rel=1e-12, abs=1e-14)
     assert actual.estimate == pytest.approx(expected.estimate, rel=1e-12, abs=1e-14)
+
+
+@pytest.mark.parametrize("seed", range(4), ids=lambda s: f"seed={s}")
+@pytest.mark.parametrize(("family", "channels", "cliffords"), CASES, ids=str)
+def test_progress_reports_the_bound_so_far(family, channels, cliffords, seed, monkeypatch):
+    """The progress callback's bound grows layer by layer to what the call dropped: in a
+    seeded build, the graph's bound at its seed; in propagate, propagate's."""
+    threads = 1 + seed % 4
+    set_threads(monkeypatch, threads)
+    case = random_case(seed, family, channels=channels, cliffords=cliffords)
+    config = truncation(case, "heisenberg", seed)
+    circuit = to_circuit(case, case.parameters)
+    for build in (True, False):
+        prop = make(case, config)
+        whole_team(prop, threads)
+        reports = []
+        prop._engine.set_progress(lambda *report: reports.append(report))  # noqa: B023
+        if build:
+            prop.build_graph(circuit)
+            expected = prop.truncation_error(list(case.parameters)).bound
+        else:
+            prop.propagate(circuit)
+            expected = prop.truncation_error().bound
+        bounds = [bound for *_, bound in reports]
+        assert bounds == sorted(bounds) and [r[0] for r in reports] == list(
+            range(1, len(reports) + 1)
+        )
+        assert bounds[-1] == pytest.approx(expected, rel=1e-12, abs=1e-14)
+
+
+def test_the_progress_bar_shows_the_bound(capsys):
+    prop = PauliPropagator(PauliOperator({"Z": 1.0}, 1), [], cutoff=1, lower_atol=0.5)
+    prop.propagate(one_drop_circuit(0.05), progress=True)
+    shown = capsys.readouterr().err
+    assert f"bound={prop.truncation_error().bound:.2e}" in shown, shown

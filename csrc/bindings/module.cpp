@@ -517,10 +517,10 @@ that would pass it instead of refusing.)doc");
         // calling thread; take the GIL back for Python. An exception stops the
         // operation as an interrupt does (the propagator as before the call) and
         // is raised again to the caller.
-        self.set_progress([callback](std::size_t done, std::size_t total, std::size_t terms) {
+        self.set_progress([callback](std::size_t done, std::size_t total, std::size_t terms, double bound) {
           py::gil_scoped_acquire acquire;
           try {
-            callback(done, total, terms);
+            callback(done, total, terms, bound);
           } catch (py::error_already_set& e) {
             keep_error(std::move(e));
             throw Interrupted("the progress callback raised");
@@ -528,7 +528,8 @@ that would pass it instead of refusing.)doc");
         });
       },
       py::arg("callback"),
-      "Call ``callback(layers_done, layers_total, terms_held)`` during long operations; None stops it. An "
+      "Call ``callback(layers_done, layers_total, terms_held, bound)`` during long operations (``bound``: the "
+      "truncation bound this call has dropped so far where coefficients are evolved, else 0); None stops it. An "
       "exception of the callback stops the operation, which leaves the propagator as it was, and is raised again.");
   cls.def("graph_size", &MonomialPropagator::graph_size);
   // Every member refuses once the propagator is invalid: a failed operation

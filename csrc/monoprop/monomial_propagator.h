@@ -131,8 +131,11 @@ struct GraphData {
 // variable for any other value.
 int thread_budget_from_environment();
 
-// Reports (layers done, layers in the call, terms held) during long builds.
-using Progress = std::function<void(std::size_t, std::size_t, std::size_t)>;
+// Reports (layers done, layers in the call, terms held, truncation bound so
+// far) during long builds. The bound is what the call has dropped on this rank
+// where coefficients are evolved (propagate, a seeded build; the bound of
+// truncation_error at the seed, less what the operand held before), else 0.
+using Progress = std::function<void(std::size_t, std::size_t, std::size_t, double)>;
 
 class MonomialPropagator {
  public:

@@ -386,6 +386,8 @@ class Propagator final : public MonomialPropagator {
   // (Heisenberg), or the sum of |h| over the observable's non-identity terms
   // (Schrodinger; propagator_replay.h).
   double error_scale() const;
+  // What the running propagate or build has dropped so far (progress reports).
+  double dropped_so_far() const;
   // The value and gradient; with `total`, as evaluate.
   double evaluate_gradient(const std::vector<double>& parameters, std::vector<double>& gradient, double pare,
                            const std::vector<std::int32_t>* mapping, Dropped* total) const;

@@ -52,8 +52,9 @@ void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitPlan& ci
     }
     plan.informed = values != nullptr;
     plan.record = record != nullptr;
-    // propagate sums what its rotations and transfers drop (a scaling drops nothing).
-    plan.track = values && !record && (plan.kind == LayerKind::Rotation || plan.transfer());
+    // propagate sums what its rotations and transfers drop (a scaling drops
+    // nothing); so does a seeded build whose progress is shown, for the bar.
+    plan.track = values && (!record || progress_) && (plan.kind == LayerKind::Rotation || plan.transfer());
     plan.k = plan.kind == LayerKind::Rotation ? k : std::nullopt;  // only_rotate_len_k limits rotations only
     if (plan.kind == LayerKind::Rotation || plan.transfer())       // a scaling asks nobody
       plan.peers = routing_.peers(rank_, plan.generator.words.data(), W);
@@ -66,8 +67,17 @@ void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitPlan& ci
     if (t != 0) continue;            // the primary thread records what spans ranks, and reports
     if (remote_record) remote_record->push_back(remote_scratch_);
     if (l == 0) maybe_fault(plan.operation);
-    if (progress_) progress_(l + 1, order.size(), total_size());
+    if (progress_) progress_(l + 1, order.size(), total_size(), dropped_so_far());
   }
+}
+
+// What this call has dropped so far on this rank, in the value's units
+// (error_scale), folded in ascending shard order: the progress bar's bound.
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::dropped_so_far() const {
+  double sum = 0.0;
+  for (const Shard& shard : shards_) sum += shard.dropped.sum;
+  return error_scale() * sum;
 }
 
 // The rotations with Clifford layers folded into the frame (clifford_frame.h).
@@ -256,6 +266,7 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
     budget_.start();
     raised_atol_.reset();
     truncating_.clear();
+    for (Shard& shard : shards_) shard.dropped = {};  // the progress bar's bound (a graph keeps its own)
     std::vector<double*> c(shards_.size());
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
