@@ -21,7 +21,7 @@ class TruncationError(NamedTuple):
     ``estimate`` is ``sqrt(sum (sin(phi) c)^2)`` times the same factor: the typical error if
     the dropped branches' later contributions were independent with random signs. It is a
     model, not a bound: on the benchmark workloads (``benchmarks/truncation_error.py``) it lay
-    between the actual error and the bound, often 3 to 30 times above the actual error, but a
+    between the actual error and the bound, 1 to 300 times above the actual error, but a
     single actual error can exceed it.
 
     Both are exactly ``0.0`` when nothing was dropped.
