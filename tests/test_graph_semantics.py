@@ -322,7 +322,7 @@ def test_a_reentrant_call_from_a_callback_is_refused_and_harmless():
     prop, circuit = _long_build()
     refused = []
 
-    def callback(done, total, terms):
+    def callback(done, total, terms, bound):
         if done == 2:
             with pytest.raises(RuntimeError, match="must not overlap"):
                 prop.expectation_value([])
@@ -344,7 +344,7 @@ def test_a_concurrent_call_from_another_thread_is_refused():
     prop, circuit = _long_build()
     inside, release = threading.Event(), threading.Event()
 
-    def callback(done, total, terms):
+    def callback(done, total, terms, bound):
         if done == 1:
             inside.set()
             release.wait(timeout=30)

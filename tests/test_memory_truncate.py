@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import truncating_reference as tr
 
+import monoprop
 from monoprop import (
     Circuit,
     ExpGate,
@@ -185,10 +186,17 @@ print(json.dumps(out))
 
 def run_child(mode: str, *, n: int = 16, steps: int = 6, extra: int = 40 * 2**20) -> dict:
     code = CHILD.format(tests=str(Path(__file__).parent), n=n, mode=mode, steps=steps, extra=extra)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    # The monoprop these tests import (installed, or a source tree with its built core) comes
+    # first; the child runs in the tests' folder, where no other monoprop is found.
+    env = dict(os.environ, PYTHONPATH=str(Path(monoprop.__file__).parents[1]))
     env.pop("monoprop_MEMORY_LIMIT", None)
     done = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=Path(__file__).parent,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -209,10 +209,16 @@ class MonomialPropagator {
   virtual MemoryUsage memory() const = 0;
   // The memory budget's limit in bytes: the given or environment limit, or
   // the default as the last operation (or construction) set it.
-  virtual std::uint64_t memory_budget() const = 0;
+  // Not pure, so that subclasses written before it keep compiling; a decorator
+  // forwards it (examples/cpp/example.cpp).
+  virtual std::uint64_t memory_budget() const {
+    throw UsageError("this propagator type has no memory budget of its own; forward it to the propagator it wraps.");
+  }
   // The layers of the last propagate or build whose new terms a memory
   // truncation thinned: (layer of that call, 0-based, lower_atol it used).
-  virtual std::vector<std::pair<std::size_t, double>> memory_truncations() const = 0;
+  virtual std::vector<std::pair<std::size_t, double>> memory_truncations() const {
+    throw UsageError("this propagator type records no memory truncations; forward it to the propagator it wraps.");
+  }
   // The whole propagator as named arrays (saved_state.h); restore_propagator
   // turns them back into a propagator whose replays are bitwise this one's.
   // Subclasses of their own (decorators) refuse unless they forward it.

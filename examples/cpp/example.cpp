@@ -132,6 +132,21 @@ class CountingPropagator final : public MonomialPropagator {
     });
   }
   monoprop::MemoryUsage memory() const override { return check_valid(), inner_->memory(); }
+  std::uint64_t memory_budget() const override { return check_valid(), inner_->memory_budget(); }
+  std::vector<std::pair<std::size_t, double>> memory_truncations() const override {
+    return check_valid(), inner_->memory_truncations();
+  }
+  ValueWithError expectation_value_with_error(const std::vector<double>& parameters, double pare = 0.0,
+                                              const std::vector<std::int32_t>* mapping = nullptr) const override {
+    return guarded("evaluate", [&] { return inner_->expectation_value_with_error(parameters, pare, mapping); });
+  }
+  ValueWithError expectation_value_and_gradient_with_error(
+      const std::vector<double>& parameters, std::vector<double>& gradient, double pare = 0.0,
+      const std::vector<std::int32_t>* mapping = nullptr) const override {
+    return guarded("evaluate", [&] {
+      return inner_->expectation_value_and_gradient_with_error(parameters, gradient, pare, mapping);
+    });
+  }
   monoprop::SavedState save_state() const override { return check_valid(), inner_->save_state(); }
 
  protected:
