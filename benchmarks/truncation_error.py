@@ -19,11 +19,12 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # threads.py's workloads
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling benchmarks
+
+from replay import best_of  # noqa: E402
 
 from monoprop import Circuit, ExpGate, Pauli, PauliOperator, PauliPropagator
 
@@ -48,15 +49,6 @@ def kicked_ising(n: int, steps: int, kick: float = 0.6, bond: float = 0.4) -> Ci
 
 def observable(n: int) -> PauliOperator:
     return PauliOperator({Pauli("Z", n // 2): 1.0}, n)
-
-
-def best_of(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def cost(n: int, steps: int, atol: float, calls: int) -> None:
