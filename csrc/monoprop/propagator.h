@@ -394,6 +394,10 @@ class Propagator final : public MonomialPropagator {
   // Refuses a bound that cannot be had (only_rotate_len_k; pare on several ranks).
   void check_bounded(double pare) const;
   double* spread_adjoint(int s) const;
+  // Handover of the entries that reach into another shard (replay.h).
+  bool hand_over_layer(int t, Team& team, std::size_t l, double* const* c, std::size_t stride) const;
+  void take_back_layer(int t, Team& team, std::size_t l, double* const* c, std::size_t stride) const;
+  double* const* handover_row(int s, std::vector<double*>& via) const;
   void replay_back(int t, Team& team, double* const* state, const double* theta, double pare, const std::int32_t* lp,
                    std::vector<std::vector<double>>& dphi) const;
   double weighted_sum(int s, const double* c, std::size_t stride) const;
@@ -429,6 +433,7 @@ class Propagator final : public MonomialPropagator {
   RemoteLayer remote_scratch_;
   std::vector<double> remote_values_;                 // scratch of a rotation in a build
   mutable std::vector<double> ours_, theirs_, swap_;  // replay exchange buffers
+  mutable std::vector<Column<double>> handover_;      // [o * T + s]: shard o's part toward shard s
   mutable FlatGraph flat_;                            // a small graph spelled out, of generation flat_generation_
   mutable std::uint64_t flat_generation_ = 0;
   mutable bool routing_reported_ = false;

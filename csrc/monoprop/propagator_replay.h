@@ -46,6 +46,7 @@ void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const doub
     // Both sides' inputs of every remote entry: the remote part of the tape.
     ours_.resize(remote_entries_);
     theirs_.resize(remote_entries_);
+    handover_.resize(shards_.size() * shards_.size());
   }
   team.each(t, [&](int s) {
     const Shard& me = shards_[static_cast<std::size_t>(s)];
@@ -54,23 +55,79 @@ void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const doub
   team.sync(t);  // every shard's buffer is in place before cross entries reach into it
   const FlatGraph* flat = flat_graph(team, pare);
   const std::vector<ReplayTape*> tapes = flat ? shard_tapes() : std::vector<ReplayTape*>{};
+  std::vector<double*> via(shards_.size());
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Turn turn = layer_turn(l, theta, lp);
     const double cs = turn.cs, sn = turn.sn;
+    const bool handed = hand_over_layer(t, team, l, c, 1);
     if (flat)
       flat->forward(l, cs, sn, c, reverse ? tapes.data() : nullptr, dropped);
     else
       team.each(t, [&](int s) {
         const Shard& me = shards_[static_cast<std::size_t>(s)];
-        forward_layer(me.graph[l], cs, sn, c, s, pare, reverse ? &me.tape : nullptr, dropped ? dropped + s : nullptr);
+        forward_layer(me.graph[l], cs, sn, c, s, pare, reverse ? &me.tape : nullptr, dropped ? dropped + s : nullptr,
+                      handed ? handover_row(s, via) : nullptr);
       });
     // Remote entries rotate, dropping nothing (a pared one is not counted: the
     // bound refuses pare on more than one rank).
     if (const RemoteLayer& remote = remote_[l]; !remote.empty())
       remote_step(t, team, remote, cs, sn, c, 1, ours_.data() + remote.offset, theirs_.data() + remote.offset, pare);
     team.sync(t);
+    if (handed) take_back_layer(t, team, l, c, 1);
     interrupts_.poll(t == 0, layer_work(l));
   }
+}
+
+// Whether layer l goes through handover buffers (replay.h): in a team
+// replay, when some shard's part of it reaches into another shard. Then the
+// owner of each shard s fills handover_[o * T + s] from its buffer for every
+// other shard o, and the team meets, so that the rotations read them.
+template <typename A, int W, typename I>
+bool Propagator<A, W, I>::hand_over_layer(int t, Team& team, std::size_t l, double* const* c,
+                                          std::size_t stride) const {
+  const auto T = shards_.size();
+  if (team.size() == 1) return false;
+  bool crossing = false;
+  for (std::size_t o = 0; o < T && !crossing; ++o)
+    for (const Part& part : shards_[o].graph[l].parts)
+      crossing = crossing || (part.shard != o && handover_size(part) > 0);
+  if (!crossing) return false;
+  team.each(t, [&](int s) {
+    for (std::size_t o = 0; o < T; ++o) {
+      if (o == static_cast<std::size_t>(s)) continue;
+      const ShardLayer& layer = shards_[o].graph[l];
+      const std::size_t n = stride * handover_size(layer, s);
+      if (n == 0) continue;
+      Column<double>& buffer = handover_[o * T + static_cast<std::size_t>(s)];
+      if (buffer.size() < n) buffer.resize(n);
+      hand_over(layer, s, c[s], stride, buffer.data());
+    }
+  });
+  team.sync(t);
+  return true;
+}
+
+// After the layer (and the barrier that ends it): each shard's owner copies
+// its partners' results back from the other shards' handover buffers.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::take_back_layer(int t, Team& team, std::size_t l, double* const* c,
+                                          std::size_t stride) const {
+  const auto T = shards_.size();
+  team.each(t, [&](int s) {
+    for (std::size_t o = 0; o < T; ++o)
+      if (o != static_cast<std::size_t>(s))
+        take_back(shards_[o].graph[l], s, c[s], stride, handover_[o * T + static_cast<std::size_t>(s)].data());
+  });
+}
+
+// The handover buffers shard s's parts rotate against, by partner shard
+// (null for its own), written into `via`.
+template <typename A, int W, typename I>
+double* const* Propagator<A, W, I>::handover_row(int s, std::vector<double*>& via) const {
+  const auto T = shards_.size();
+  for (std::size_t o = 0; o < T; ++o)
+    via[o] = o == static_cast<std::size_t>(s) ? nullptr : handover_[static_cast<std::size_t>(s) * T + o].data();
+  return via.data();
 }
 
 // Every shard's tape, for a replay of the flat graph on one thread.
@@ -359,8 +416,10 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, double* const* state, c
   const FlatGraph* flat = flat_graph(team, pare);
   const std::vector<ReplayTape*> tapes = flat ? shard_tapes() : std::vector<ReplayTape*>{};
   std::vector<double> d(flat ? shards_.size() : 0);
+  std::vector<double*> via(shards_.size());
   for (std::size_t l = layers_.size(); l-- > 0;) {
     const Turn turn = layer_turn(l, theta, lp);
+    const bool handed = hand_over_layer(t, team, l, state, 2);
     if (flat) {
       flat->adjoint(l, turn, state, d.data(), tapes.data());
       for (std::size_t s = 0; s < shards_.size(); ++s) dphi[s][l] = d[s];
@@ -369,7 +428,8 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, double* const* state, c
         const Shard& me = shards_[static_cast<std::size_t>(s)];
         const ShardLayer& layer = me.graph[l];
         if (pare > 0.0) me.tape.cursor -= pare_flags(layer);
-        dphi[static_cast<std::size_t>(s)][l] = adjoint_layer(layer, turn, state, s, pare, &me.tape);
+        dphi[static_cast<std::size_t>(s)][l] =
+            adjoint_layer(layer, turn, state, s, pare, &me.tape, handed ? handover_row(s, via) : nullptr);
       });
     }
     if (const RemoteLayer& remote = remote_[l]; !remote.empty()) {
@@ -379,6 +439,7 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, double* const* state, c
                        swap_.data(), pare, at.data());
     }
     team.sync(t);
+    if (handed) take_back_layer(t, team, l, state, 2);
     interrupts_.poll(t == 0, layer_work(l));
   }
 }

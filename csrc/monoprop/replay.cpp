@@ -10,22 +10,56 @@ namespace {
 using namespace rotation;
 
 // Walks a births, pairs or halves section: apply(a, b, s) for each entry in
-// order, with s = +-1; prefetch(b) is called kAhead entries before the entry
-// (the partners are scattered; a ascends, which the hardware follows).
-template <bool Births, typename Prefetch, typename Apply>
-void for_each_entry(const ShardLayer& layer, const Section& section, Prefetch&& prefetch, Apply&& apply) {
+// order, with s = +-1. Counted: b is first + k for the k-th entry (a birth's
+// slot, or a place in a handover buffer); else b comes from the partner
+// stream, and prefetch(b) is called kAhead entries before the entry (the
+// partners are scattered; a ascends, which the hardware follows).
+template <bool Counted, typename Prefetch, typename Apply>
+void for_each_entry(const ShardLayer& layer, const Section& section, std::uint32_t first, Prefetch&& prefetch,
+                    Apply&& apply) {
   constexpr std::uint32_t kAhead = 16;
   static constexpr double kSign[2] = {1.0, -1.0};
   const std::uint32_t n = section.count;
   SectionReader reader(layer, section);
-  auto partner = [&](std::uint32_t k) { return Births ? section.base + k : reader.partner(k); };
-  if (!Births)
+  auto partner = [&](std::uint32_t k) { return Counted ? first + k : reader.partner(k); };
+  if (!Counted)
     for (std::uint32_t k = 0; k < std::min(kAhead, n); ++k) prefetch(partner(k));
   for (std::uint32_t k = 0; k < n; ++k) {
-    if (!Births && k + kAhead < n) prefetch(partner(k + kAhead));
+    if (!Counted && k + kAhead < n) prefetch(partner(k + kAhead));
     bool negative;
     const std::uint32_t a = reader.next(negative);
     apply(a, partner(k), kSign[negative]);
+  }
+}
+
+// Calls pair(a, b, s) for a part's births and pairs and half(a, b, s) for
+// its halves, in that order. With `handed`, b is the entry's place in the
+// part's handover buffer (hand_over) instead of its slot.
+template <typename Prefetch, typename Pair, typename Half>
+void for_each_part_entry(const ShardLayer& layer, const Part& part, bool handed, Prefetch&& prefetch, Pair&& pair,
+                         Half&& half) {
+  if (handed) {
+    auto none = [](std::uint32_t) {};
+    const std::uint32_t births = part.births.count, pairs = part.pairs.count;
+    for_each_entry<true>(layer, part.births, 0, none, pair);
+    for_each_entry<true>(layer, part.pairs, births, none, pair);
+    for_each_entry<true>(layer, part.halves, births + pairs, none, half);
+    return;
+  }
+  for_each_entry<true>(layer, part.births, part.births.base, prefetch, pair);
+  for_each_entry<false>(layer, part.pairs, 0, prefetch, pair);
+  for_each_entry<false>(layer, part.halves, 0, prefetch, half);
+}
+
+// The partner slots of a part's entries, in the order for_each_part_entry
+// walks them: f(k, b) for the k-th.
+template <typename F>
+void for_each_partner(const ShardLayer& layer, const Part& part, F&& f) {
+  std::uint32_t k = 0;
+  for (std::uint32_t i = 0; i < part.births.count; ++i) f(k++, part.births.base + i);
+  for (const Section* section : {&part.pairs, &part.halves}) {
+    const SectionReader reader(layer, *section);
+    for (std::uint32_t i = 0; i < section->count; ++i) f(k++, reader.partner(i));
   }
 }
 
@@ -38,9 +72,7 @@ void for_each_rotation(const ShardLayer& layer, Apply&& apply) {
     auto as = [&](bool half) {
       return [&, half](std::uint32_t a, std::uint32_t b, double s) { apply(part, a, b, s, half); };
     };
-    for_each_entry<true>(layer, part.births, none, as(false));
-    for_each_entry<false>(layer, part.pairs, none, as(false));
-    for_each_entry<false>(layer, part.halves, none, as(true));
+    for_each_part_entry(layer, part, false, none, as(false), as(true));
   }
 }
 
@@ -60,7 +92,7 @@ class Keeper {
 
   void begin_forward() { tape_->starts.push_back(tape_->inputs.size()); }
   // Slot a, holding x, is about to be scaled.
-  void scaled(std::uint32_t a, double x) {
+  [[gnu::always_inline]] void scaled(std::uint32_t a, double x) {
     std::uint8_t& debt = tape_->debt[a];
     const unsigned after = debt + shrink_;
     if (after < ReplayTape::kBudget) {
@@ -81,7 +113,7 @@ class Keeper {
   }
   // The input of slot a's scaling, whose output is x0: kept, where the
   // forward sweep cleared the debt, else x0 / cos.
-  double input(std::uint32_t a, double x0, double inverse_cs) {
+  [[gnu::always_inline]] double input(std::uint32_t a, double x0, double inverse_cs) {
     std::uint8_t& debt = tape_->debt[a];
     if (debt != 0) {
       debt = static_cast<std::uint8_t>(debt - shrink_);
@@ -146,9 +178,21 @@ DropSum for_each_cos_lanes(const ShardLayer& layer, Apply&& apply) {
   return sum;
 }
 
+// Where `part` of `layer` finds its partners in the handover buffers (null:
+// in their shard): the buffer toward the part's shard, after the parts
+// before it toward the same shard (a layer's lookups can take several rounds,
+// each a part).
+double* handed_part(const ShardLayer& layer, const Part& part, double* const* handover, std::size_t stride) {
+  double* via = handover[part.shard];
+  if (!via) return nullptr;
+  for (const Part* before = layer.parts.data(); before != &part; ++before)
+    if (before->shard == part.shard) via += stride * handover_size(*before);
+  return via;
+}
+
 template <bool Pared, bool Kept, bool Bound = false>
 void forward(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare, ReplayTape* tape,
-             Dropped* dropped = nullptr) {
+             Dropped* dropped, double* const* handover) {
   double* own = c[self];
   Keeper keeper(tape, ReplayTape::shrink(cs));
   if constexpr (Kept) keeper.begin_forward();
@@ -169,7 +213,8 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
     });
   }
   for (const Part& part : layer.parts) {
-    double* other = c[part.shard];
+    double* const via = handover ? handed_part(layer, part, handover, 1) : nullptr;
+    double* other = via ? via : c[part.shard];
     auto prefetch = [&](std::uint32_t b) { __builtin_prefetch(&other[b]); };
     auto pair = [&](std::uint32_t a, std::uint32_t b, double s) {
       double& x = own[a];
@@ -206,15 +251,14 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
       }
       receive(x, y, cs, sn, s);
     };
-    for_each_entry<true>(layer, part.births, prefetch, pair);
-    for_each_entry<false>(layer, part.pairs, prefetch, pair);
-    for_each_entry<false>(layer, part.halves, prefetch, half);
+    for_each_part_entry(layer, part, via != nullptr, prefetch, pair, half);
   }
   if constexpr (Bound) *dropped += sum.at(sn);
 }
 
 template <bool Pared, bool Kept>
-double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, int self, ReplayTape* tape) {
+double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, int self, ReplayTape* tape,
+               double* const* handover) {
   const double cs = turn.cs, sn = turn.sn, dcs = turn.dcs, dsn = turn.dsn;
   double* own = state[self];
   const double inverse_cs = 1.0 / cs;
@@ -233,7 +277,8 @@ double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, 
   });
   std::size_t cursor = Pared ? tape->cursor : 0;
   for (const Part& part : layer.parts) {
-    double* other = state[part.shard];
+    double* const via = handover ? handed_part(layer, part, handover, 2) : nullptr;
+    double* other = via ? via : state[part.shard];
     auto prefetch = [&](std::uint32_t b) { __builtin_prefetch(other + 2 * std::size_t{b}); };
     auto pair = [&](std::uint32_t a, std::uint32_t b, double s) {
       double* x = own + 2 * std::size_t{a};
@@ -255,9 +300,7 @@ double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, 
       }
       d += rewind_half(x, other + 2 * std::size_t{b}, ca, cs, sn, s, dcs, dsn);
     };
-    for_each_entry<true>(layer, part.births, prefetch, pair);
-    for_each_entry<false>(layer, part.pairs, prefetch, pair);
-    for_each_entry<false>(layer, part.halves, prefetch, half);
+    for_each_part_entry(layer, part, via != nullptr, prefetch, pair, half);
   }
   return d + d_pairs;
 }
@@ -265,32 +308,55 @@ double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, 
 }  // namespace
 
 void forward_layer(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare,
-                   ReplayTape* tape, Dropped* dropped) {
+                   ReplayTape* tape, Dropped* dropped, double* const* handover) {
   const bool kept = tape && ReplayTape::shrink(cs) > 0;
   if (dropped) {
     if (pare > 0.0)
-      kept ? forward<true, true, true>(layer, cs, sn, c, self, pare, tape, dropped)
-           : forward<true, false, true>(layer, cs, sn, c, self, pare, tape, dropped);
+      kept ? forward<true, true, true>(layer, cs, sn, c, self, pare, tape, dropped, handover)
+           : forward<true, false, true>(layer, cs, sn, c, self, pare, tape, dropped, handover);
     else
-      kept ? forward<false, true, true>(layer, cs, sn, c, self, 0.0, tape, dropped)
-           : forward<false, false, true>(layer, cs, sn, c, self, 0.0, nullptr, dropped);
+      kept ? forward<false, true, true>(layer, cs, sn, c, self, 0.0, tape, dropped, handover)
+           : forward<false, false, true>(layer, cs, sn, c, self, 0.0, nullptr, dropped, handover);
     return;
   }
   if (pare > 0.0)
-    kept ? forward<true, true>(layer, cs, sn, c, self, pare, tape)
-         : forward<true, false>(layer, cs, sn, c, self, pare, tape);
+    kept ? forward<true, true>(layer, cs, sn, c, self, pare, tape, nullptr, handover)
+         : forward<true, false>(layer, cs, sn, c, self, pare, tape, nullptr, handover);
   else
-    kept ? forward<false, true>(layer, cs, sn, c, self, 0.0, tape)
-         : forward<false, false>(layer, cs, sn, c, self, 0.0, nullptr);
+    kept ? forward<false, true>(layer, cs, sn, c, self, 0.0, tape, nullptr, handover)
+         : forward<false, false>(layer, cs, sn, c, self, 0.0, nullptr, nullptr, handover);
 }
 
 double adjoint_layer(const ShardLayer& layer, const Turn& turn, double* const* state, int self, double pare,
-                     ReplayTape* tape) {
+                     ReplayTape* tape, double* const* handover) {
   if (ReplayTape::shrink(turn.cs) > 0)
-    return pare > 0.0 ? adjoint<true, true>(layer, turn, state, self, tape)
-                      : adjoint<false, true>(layer, turn, state, self, tape);
-  return pare > 0.0 ? adjoint<true, false>(layer, turn, state, self, tape)
-                    : adjoint<false, false>(layer, turn, state, self, nullptr);
+    return pare > 0.0 ? adjoint<true, true>(layer, turn, state, self, tape, handover)
+                      : adjoint<false, true>(layer, turn, state, self, tape, handover);
+  return pare > 0.0 ? adjoint<true, false>(layer, turn, state, self, tape, handover)
+                    : adjoint<false, false>(layer, turn, state, self, nullptr, handover);
+}
+
+void hand_over(const ShardLayer& layer, int shard, const double* c, std::size_t stride, double* via) {
+  for (const Part& part : layer.parts)
+    if (static_cast<int>(part.shard) == shard)
+      for_each_partner(layer, part, [&](std::uint32_t, std::uint32_t b) {
+        for (std::size_t j = 0; j < stride; ++j) *via++ = c[stride * b + j];
+      });
+}
+
+void take_back(const ShardLayer& layer, int shard, double* c, std::size_t stride, const double* via) {
+  for (const Part& part : layer.parts)
+    if (static_cast<int>(part.shard) == shard)
+      for_each_partner(layer, part, [&](std::uint32_t, std::uint32_t b) {
+        for (std::size_t j = 0; j < stride; ++j) c[stride * b + j] = *via++;
+      });
+}
+
+std::size_t handover_size(const ShardLayer& layer, int shard) {
+  std::size_t n = 0;
+  for (const Part& part : layer.parts)
+    if (static_cast<int>(part.shard) == shard) n += handover_size(part);
+  return n;
 }
 
 std::size_t pare_flags(const ShardLayer& layer) { return layer.n_rotations(); }

@@ -90,8 +90,10 @@ struct Dropped {
 // With a tape (when a reverse sweep follows) the layer records its flags and
 // the inputs its scalings keep. With `dropped` the sweep also adds what it
 // drops there (a separate instantiation: a plain sweep's loop is unchanged).
+// handover[o], where given and not null, is the buffer through which the
+// entries of the parts toward shard o reach their partners (hand_over).
 void forward_layer(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare,
-                   ReplayTape* tape, Dropped* dropped = nullptr);
+                   ReplayTape* tape, Dropped* dropped = nullptr, double* const* handover = nullptr);
 
 // Backwards on interleaved states (c_0, lambda_0, c_1, ...): c enters as the
 // layer's output and is rewound to its input; lambda enters as d f / d c_out
@@ -100,10 +102,33 @@ void forward_layer(const ShardLayer& layer, double cs, double sn, double* const*
 // layer reads its flags from tape->cursor; the scalings take the inputs they
 // kept from the tape.
 double adjoint_layer(const ShardLayer& layer, const Turn& turn, double* const* state, int self, double pare,
-                     ReplayTape* tape);
+                     ReplayTape* tape, double* const* handover = nullptr);
 
 // Flags a pared forward sweep of `layer` records.
 std::size_t pare_flags(const ShardLayer& layer);
+
+// Handover. In a team replay, thread s owns shard s's buffer, but an entry
+// filed under shard s whose partner lives in shard o writes both, so two
+// cores would write the same cache lines at random places, each write pulling
+// a line from the other core's cache. Instead, for a layer, the owner of
+// shard o copies the partners of shard s's part toward o into a buffer of
+// their own, in entry order (hand_over); after a barrier shard s rotates
+// against that buffer, reading and writing it in order, a line at a time;
+// after the next barrier shard o copies the results back (take_back). Every
+// entry does the same arithmetic on the same values, so the results are
+// bitwise those of the direct replay.
+//
+// Copies the partners (stride doubles each, from the buffer c of shard
+// `shard`) of the entries of `layer` that reach into that shard into `via`,
+// part after part, in the order the sweeps walk them.
+void hand_over(const ShardLayer& layer, int shard, const double* c, std::size_t stride, double* via);
+// Copies them back from `via` into c.
+void take_back(const ShardLayer& layer, int shard, double* c, std::size_t stride, const double* via);
+// Partners a part hands over, and those of all parts of `layer` toward `shard`.
+inline std::size_t handover_size(const Part& part) {
+  return std::size_t{part.births.count} + part.pairs.count + part.halves.count;
+}
+std::size_t handover_size(const ShardLayer& layer, int shard);
 
 // A small graph spelled out once for replays on the calling thread alone.
 // Inside an optimiser a small graph is replayed thousands of times, and with
