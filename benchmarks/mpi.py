@@ -73,6 +73,7 @@ from threads import (  # noqa: E402
     kicked_ising_workload,
     make_propagator,
     relative,
+    thread_env,
 )
 
 TARGET = 1.7  # 2 ranks over 1 rank, T = 1 each
@@ -86,14 +87,6 @@ WORKLOADS = {"ising": kicked_ising_workload, "fh": fh_workload}
 # terms after propagation, graphs of 24M and 15M entries.
 CONFIGS = {
     mode: {name: THREAD_CONFIGS[mode][name] for name in WORKLOADS} for mode in THREAD_CONFIGS
-}
-
-THREAD_ENV = {
-    "monoprop_NUM_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "OMP_DYNAMIC": "FALSE",
-    "OPENBLAS_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
 }
 
 COLUMNS = """\
@@ -194,11 +187,13 @@ def worker(job: dict) -> dict | None:
     return out if comm.Get_rank() == 0 else None
 
 
-def worker_main(job: dict) -> int:
+def worker_main(job: dict, work=None) -> int:
+    """Runs ``work(job)`` (default: this script's ``worker``) on every rank; rank 0 prints
+    the result."""
     from mpi4py import MPI
 
     try:
-        out = worker(job)
+        out = (work or worker)(job)
     except BaseException:  # noqa: B036  (SPMD: a rank that stops alone would hang the others)
         traceback.print_exc()
         sys.stderr.flush()
@@ -214,25 +209,37 @@ def worker_main(job: dict) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def find_mpiexec(explicit: str | None) -> str | None:
+def find_mpiexec(explicit: str | None, python: str | None = None) -> str | None:
+    """``explicit``, else the mpiexec beside ``python`` (default: this interpreter), else PATH's."""
     if explicit:
         return shutil.which(explicit) or (explicit if Path(explicit).is_file() else None)
-    here = Path(sys.executable).parent / "mpiexec"
+    here = Path(python or sys.executable).parent / "mpiexec"
     if here.is_file() and os.access(here, os.X_OK):
         return str(here)
     return shutil.which("mpiexec")
 
 
-def spawn(mpiexec: str, ranks: int, job: dict, timeout: float) -> dict:
-    """Runs ``mpiexec -n ranks`` of this script's worker mode; returns rank 0's JSON or
-    {"error": ...}.  ``timeout`` (when installed) ends mpiexec first; the subprocess timeout,
-    a little later, kills the whole process group."""
-    cmd = [mpiexec, "-n", str(ranks), sys.executable, str(Path(__file__).resolve())]
+def spawn(
+    mpiexec: str,
+    ranks: int,
+    job: dict,
+    timeout: float,
+    *,
+    python: str | None = None,
+    script: Path | None = None,
+    threads: int = 1,
+) -> dict:
+    """Runs ``mpiexec -n ranks python script --worker job`` (default: this interpreter and this
+    script) with T = ``threads`` per rank; returns rank 0's JSON or {"error": ...}.
+    ``timeout`` (when installed) ends mpiexec first; the subprocess timeout, a little later,
+    kills the whole process group."""
+    script = Path(script or __file__).resolve()
+    cmd = [mpiexec, "-n", str(ranks), python or sys.executable, str(script)]
     cmd += ["--worker", json.dumps(job)]
     guard = shutil.which("timeout")
     if guard:
         cmd = [guard, "-k", "10", f"{timeout:.0f}", *cmd]
-    env = {**os.environ, **THREAD_ENV}
+    env = {**os.environ, **thread_env(threads)}
     proc = subprocess.Popen(
         cmd,
         env=env,

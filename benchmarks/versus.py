@@ -91,6 +91,21 @@ def vqe_workload(n: int, layers: int) -> dict:
     return {"n": n, "layers": gates, "observable": observable, "occupied": []}
 
 
+def make_job(
+    wl: dict, steps: int, atol, mode="propagate", front="pauli", cutoff=None, repeat=0
+) -> dict:
+    """A ``versus_worker.py`` job: the neutral workload ``wl`` run ``steps`` times in ``mode``."""
+    return {
+        **wl,
+        "steps": steps,
+        "lower_atol": atol,
+        "mode": mode,
+        "front": front,
+        "cutoff": cutoff if cutoff is not None else wl["n"],
+        "repeat": repeat,
+    }
+
+
 def jobs(quick: bool) -> dict[str, list[dict]]:
     """Workload name -> the jobs (modes) measured for it."""
     hh = heavy_hex_workload()
@@ -101,29 +116,17 @@ def jobs(quick: bool) -> dict[str, list[dict]]:
     tfim = tfim2d_workload(4 if quick else 5, 4 if quick else 5)
     tfim = {k: tfim[k] for k in ("n", "layers", "observable", "occupied")}
     tilted = tilted_ising_workload(*(4, 4) if quick else (6, 6), 1.5, 1.0, 1.0, 0.05)
-
-    def job(wl, steps, atol, mode="propagate", front="pauli", cutoff=None, repeat=0):
-        return {
-            **wl,
-            "steps": steps,
-            "lower_atol": atol,
-            "mode": mode,
-            "front": front,
-            "cutoff": cutoff if cutoff is not None else wl["n"],
-            "repeat": repeat,
-        }
-
     hub = {"front": "majorana", "cutoff": 8}
     return {
-        "hh": [job(hh, 5 if quick else 8, 1e-4)],
-        "hh5": [job(hh, 4 if quick else 8, 1e-5)],
-        "tfim": [job(tfim, 8, 1e-5)],
-        "tilted": [job(tilted, 8 if quick else 11, 1e-6)],
+        "hh": [make_job(hh, 5 if quick else 8, 1e-4)],
+        "hh5": [make_job(hh, 4 if quick else 8, 1e-5)],
+        "tfim": [make_job(tfim, 8, 1e-5)],
+        "tilted": [make_job(tilted, 8 if quick else 11, 1e-6)],
         "hubbard": [
-            job(hubbard, 10, 1e-6, **hub),
-            job(hubbard, 10, 1e-6, mode="graph", repeat=5, **hub),
+            make_job(hubbard, 10, 1e-6, **hub),
+            make_job(hubbard, 10, 1e-6, mode="graph", repeat=5, **hub),
         ],
-        "vqe": [job(vqe_workload(8, 4), 1, None, mode="vqe", repeat=200 if quick else 2000)],
+        "vqe": [make_job(vqe_workload(8, 4), 1, None, mode="vqe", repeat=200 if quick else 2000)],
     }
 
 
@@ -148,8 +151,13 @@ def reference_python(venv: Path) -> Path:
     return python
 
 
-def measure(python: Path, job: dict, threads: int, timeout: float) -> dict:
+def measure(python: Path, job: dict, threads: int, timeout: float, isolated: bool = False) -> dict:
+    """Runs ``job`` in ``versus_worker.py`` under ``python`` with T = ``threads``.  With
+    ``isolated`` (the reference's runs), PYTHONPATH is left out: a build of ours on it would
+    come before the venv's own site-packages and be imported in its place."""
     env = {**os.environ, **thread_env(threads)}
+    if isolated:
+        env.pop("PYTHONPATH", None)
     # Run from a neutral directory, so that neither engine imports this checkout's sources.
     cmd = [str(python), str(HERE / "versus_worker.py"), json.dumps(job)]
     return run_result(cmd, env, timeout, cwd="/")
@@ -257,7 +265,8 @@ def main() -> int:
                 for k in range(args.repeat):
                     sides = [(ours_python, ours), (ref_python, ref)]
                     for python, sink in sides if k % 2 == 0 else sides[::-1]:
-                        result = measure(python, job, T, args.timeout)
+                        isolated = python == ref_python
+                        result = measure(python, job, T, args.timeout, isolated)
                         if "error" in result:
                             failures.append(
                                 f"{name} {job['mode']} T={T} {python}: {result['error']}"

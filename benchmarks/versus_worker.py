@@ -18,6 +18,9 @@ such a job). ``mode`` is one of:
   ``expectation_value_and_gradient`` calls (after one warm-up call);
 * ``vqe``: ``build_graph()`` of an unbound ansatz, then ``repeat`` value-and-gradient
   replays at points near zero, as an optimiser makes them.
+
+With ``"gradient": true`` a ``graph`` job also returns the last gradient, entry by entry.
+``scaling.py`` imports ``build`` to run our engine under MPI (its ``comm`` argument).
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ def status_mb(field: str) -> float:
     return float("nan")
 
 
-def build(job: dict):
+def build(job: dict, comm=None):
+    """(monoprop, propagator, circuit, rotations) of ``job``; ``comm`` is passed to the
+    propagator only when given (the reference is never given one)."""
     import monoprop as mp
     from monoprop.pauli import Pauli, PauliOperator
 
@@ -66,6 +71,8 @@ def build(job: dict):
     config = {"cutoff": job["cutoff"]}
     if job.get("lower_atol") is not None:
         config["lower_atol"] = job["lower_atol"]
+    if comm is not None:
+        config["comm"] = comm
     if majorana:
         config["cutoff_type"] = job.get("cutoff_type", "length")
         prop = mp.MajoranaPropagator(operator(job["observable"]), job["occupied"], **config)
@@ -77,6 +84,7 @@ def build(job: dict):
 def run(job: dict) -> dict:
     mp, prop, circuit, n_rotations = build(job)
     out = {"module": mp.__file__, "version": mp.__version__, "rotations": n_rotations}
+    out["num_threads"] = getattr(prop, "num_threads", None)
     rss_before = status_mb("VmRSS")
     if job["mode"] == "propagate":
         start = time.perf_counter()
@@ -109,6 +117,8 @@ def run(job: dict) -> dict:
         out["calls"] = len(times)
         out["value"] = float(value)
         out["gradient_norm"] = float(np.linalg.norm(gradient))
+        if job.get("gradient"):
+            out["gradient"] = [float(g) for g in gradient]
     out["terms"] = int(prop.size())
     out["peak_mb"] = status_mb("VmHWM")
     out["rss_before_mb"] = rss_before
