@@ -8,6 +8,11 @@ and each page is loaded with Playwright driving the Chromium given by ``--chromi
 not used). A page fails on an uncaught JavaScript error, a console error, a request that
 failed or answered 400 or more, an image that did not load, or a missing title; a gallery
 page fails when it shows no figure. Needs ``pip install playwright`` (tools/docs installs it).
+
+Before the browser, the site's object inventory is checked: every name in ``monoprop.__all__``,
+``monoprop.noise.__all__`` and ``monoprop.optimize.__all__`` (of the monoprop this Python
+imports), ``monoprop.optimize.jax.expectation`` and the noise, Clifford, Qiskit conversion and
+persistence modules must have an entry in the API reference.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import http.server
 import shutil
 import sys
 import threading
+import zlib
 from pathlib import Path
 
 # The pages opened: the index, API pages, and the gallery with two of its figure pages.
@@ -32,6 +38,30 @@ PAGES = [
 # Pages that must show at least one figure of an executed example.
 FIGURE_PAGES = {"auto_examples/vqe_tfim.html", "auto_examples/error_bars.html"}
 FIGURE_SELECTOR = "img.sphx-glr-single-img, img.sphx-glr-multi-img"
+
+
+def documented_names(site: Path) -> set[str]:
+    """The Python objects the site documents, from its ``objects.inv``."""
+    data = (site / "objects.inv").read_bytes()
+    body = data.split(b"\n", 4)[4]  # four header lines, then the zlib-compressed entries
+    names = set()
+    for line in zlib.decompress(body).decode().splitlines():
+        name, role = line.split(" ", 2)[:2]
+        if role.startswith("py:"):
+            names.add(name)
+    return names
+
+
+def public_names() -> list[str]:
+    """Every public name the API reference must document."""
+    import monoprop
+    import monoprop.noise
+    import monoprop.optimize
+
+    names = [f"{module.__name__}.{name}" for module in (monoprop, monoprop.noise, monoprop.optimize)
+             for name in module.__all__]  # fmt: skip
+    modules = ["noise", "clifford", "qiskit_conversion", "persistence", "optimize"]
+    return names + [f"monoprop.{m}" for m in modules] + ["monoprop.optimize.jax.expectation"]
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -123,8 +153,14 @@ def main() -> int:
         print("no Chromium found: apt-get install chromium, or pass --chromium", file=sys.stderr)
         return 1
 
+    documented = documented_names(site)
+    undocumented = [name for name in public_names() if name not in documented]
+    print(f"{'ok  ' if not undocumented else 'FAIL'} API reference: every public name")
+    for name in undocumented:
+        print(f"       no API entry: {name}")
+    failed = bool(undocumented)
+
     server, base = serve(site)
-    failed = 0
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
@@ -139,7 +175,7 @@ def main() -> int:
                 browser.close()
     finally:
         server.shutdown()
-    print(f"{len(PAGES) - failed} passed, {failed} failed")
+    print(f"{len(PAGES) + 1 - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
