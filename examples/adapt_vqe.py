@@ -1,17 +1,19 @@
-"""ADAPT-VQE for the 1D transverse-field Ising model with monoprop.
+"""ADAPT-VQE for the 1D transverse-field Ising model
+==================================================
 
-H = -J sum_i Z_i Z_{i+1} - h sum_i X_i on an open chain, from the reference state |0...0>.
-ADAPT grows the circuit one gate at a time: each round it scores every generator P of a pool
-(Y_i on every site; X_i Y_j, Y_i X_j, Z_i Y_j, Y_i Z_j on every bond) by the gradient of
-appending exp(+i t P) at t = 0, appends the steepest one with `build_graph`, and re-optimises
-all angles from the previous optimum and t = 0. It stops when no pool gradient reaches `--tol`.
+``H = -J sum_i Z_i Z_{i+1} - h sum_i X_i`` on an open chain, from the reference state
+``|0...0>``. ADAPT grows the circuit one gate at a time: each round it scores every generator
+P of a pool (``Y_i`` on every site; ``X_i Y_j``, ``Y_i X_j``, ``Z_i Y_j``, ``Y_i Z_j`` on
+every bond) by the gradient of appending ``exp(+i t P)`` at t = 0, appends the steepest one
+with ``build_graph``, and re-optimises all angles from the previous optimum and t = 0. It stops
+when no pool gradient reaches ``--tol``.
 
-The propagator works in the Schrodinger picture, where `build_graph` puts a new gate after the
-recorded ones on the state and its angle last in the parameter vector, as ADAPT wants. One
-`monoprop.optimize.Objective` serves every round: its guard replaces the stale functional after
-each growth, so `objective.refreshes` ends equal to the number of gates. With
-`--schrodinger-cutoff` at the number of qubits (the default) every energy is exact; for small
-chains the result is compared with exact diagonalisation.
+The propagator works in the Schrödinger picture, where ``build_graph`` puts a new gate after
+the recorded ones on the state and its angle last in the parameter vector, as ADAPT wants. One
+``monoprop.optimize.Objective`` serves every round: its guard replaces the stale functional
+after each growth, so ``objective.refreshes`` ends equal to the number of gates. With
+``--schrodinger-cutoff`` at the number of qubits (the default) every energy is exact; for
+small chains the result is compared with exact diagonalisation. ::
 
     python examples/adapt_vqe.py --qubits 6 --field 1.0 --tol 1e-5
 """
@@ -84,7 +86,7 @@ def exact_ground_energy(hamiltonian: PauliOperator) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--qubits", type=int, default=6)
     parser.add_argument("--field", type=float, default=1.0, help="transverse field h (J = 1)")
     parser.add_argument("--max-rounds", type=int, default=60, help="at most this many gates")

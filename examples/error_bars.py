@@ -1,11 +1,13 @@
-"""Error bars on truncated values: value ± bound and ± estimate against the exact value.
+"""Error bars on truncated values
+==============================
 
-A kicked Ising chain (``rx`` kicks of angle θ, then ``exp(+i J Z_q Z_q+1)`` on every bond,
-repeated), observable ``Z`` on the middle qubit, state ``|0…0>``. For three values of
-``lower_atol`` it records one graph seeded at θ = 0.4, replays it along a scan of θ, and
-compares each replayed value with the exact one (an untruncated graph: at this size the light
-cone keeps it small). ``prop.truncation_error(x)`` gives, at every point of the scan, a bound
-that the error provably stays under and a typical-size estimate, at the cost of one replay.
+Value ± bound and ± estimate against the exact value. A kicked Ising chain (``rx`` kicks of
+angle θ, then ``exp(+i J Z_q Z_q+1)`` on every bond, repeated), observable ``Z`` on the middle
+qubit, state ``|0…0>``. For three values of ``lower_atol`` it records one graph seeded at
+θ = 0.4, replays it along a scan of θ, and compares each replayed value with the exact one (an
+untruncated graph: at this size the light cone keeps it small). ``prop.truncation_error(x)``
+gives, at every point of the scan, a bound that the error provably stays under and a
+typical-size estimate, at the cost of one replay. ::
 
     python examples/error_bars.py                 # 12 qubits, 4 steps, writes error_bars.png
     python examples/error_bars.py --qubits 16 --steps 5 --plot out.png
@@ -43,7 +45,7 @@ def propagator(n: int, circuit: Circuit, seed, lower_atol) -> PauliPropagator:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--qubits", type=int, default=12)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--coupling", type=float, default=0.3, help="bond angle J")

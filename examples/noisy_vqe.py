@@ -1,16 +1,19 @@
-"""VQE under depolarizing noise, and a noise rate fitted to measured energies, with monoprop.
+"""VQE under depolarizing noise, and a noise rate fitted to measured energies
+===========================================================================
 
-The model is the 1D transverse-field Ising chain H = -sum_i Z_i Z_{i+1} - h sum_i X_i, the
-ansatz the Hamiltonian-variational circuit of vqe_tfim.py, with a one-qubit depolarizing
-channel on every qubit after every layer. All channels read their rate p from one slot of the
-parameter vector, the last one, after the angles. So one recorded graph gives the energy and
-its exact gradient with respect to every angle and to p.
+The model is the 1D transverse-field Ising chain ``H = -sum_i Z_i Z_{i+1} - h sum_i X_i``,
+the ansatz the Hamiltonian-variational circuit of ``vqe_tfim.py``, with a one-qubit
+depolarizing channel on every qubit after every layer. All channels read their rate p from
+one slot of the parameter vector, the last one, after the angles. So one recorded graph gives
+the energy and its exact gradient with respect to every angle and to p.
 
-1. VQE at the device's noise rate (--rate): L-BFGS-B over the angles, with the rate's slot
-   held by its bounds; and the same without noise, for comparison.
+1. VQE at the device's noise rate (``--rate``): L-BFGS-B over the angles, with the rate's
+   slot held by its bounds; and the same without noise, for comparison.
 2. Calibration: "measured" energies at a few angle settings (made here with the true rate
-   --true-rate, plus shot noise of --shots-error) are fitted by gradient descent on the rate
-   alone, d energy / d p coming from the same replay as the energy.
+   ``--true-rate``, plus shot noise of ``--shots-error``) are fitted by gradient descent on
+   the rate alone, d energy / d p coming from the same replay as the energy.
+
+::
 
     python examples/noisy_vqe.py --qubits 6 --layers 3
 """
@@ -71,7 +74,7 @@ def fit_rate(energy_and_gradient, settings, measured, start: float, steps: int) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--qubits", type=int, default=6)
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--field", type=float, default=1.0, help="transverse field h")

@@ -1,30 +1,31 @@
-"""An Optuna study of truncation settings for a TFIM VQE with monoprop.
+"""An Optuna study of truncation settings for a TFIM VQE
+=======================================================
 
-H = -sum_i Z_i Z_{i+1} - h sum_i X_i on an open chain, model and ansatz from vqe_tfim.py.
+``H = -sum_i Z_i Z_{i+1} - h sum_i X_i`` on an open chain, model and ansatz from vqe_tfim.py.
 Each trial picks the Pauli-weight cutoff (max_weight), the coefficient floor lower_atol
 (seeded at the optimiser's current angles every 10 iterations), the ansatz depth and the
 optimiser, then runs the VQE with monoprop.optimize.run_study. A truncated energy is not
 variational: too hard a truncation can go below the ground state, and a study that
 minimises it will find such settings. Trials that do are pruned, and the best trials are replayed
-(optuna.trial.FixedTrial) and their angles evaluated without truncation.
+(optuna.trial.FixedTrial) and their angles evaluated without truncation. ::
 
     python examples/optuna_study.py --trials 40
 
 As in Optuna, --trials is what this worker runs and --max-trials caps the study's total over
 all workers. Several workers on one machine share the SQLite file monoprop.db in the working
-directory; these four run 40 trials in all:
+directory; these four run 40 trials in all::
 
     for i in 1 2 3 4; do python examples/optuna_study.py --max-trials 40 & done; wait
 
 Workers on a cluster share a PostgreSQL database (run this on every node, or in a job array).
 A worker that dies mid-trial stops sending its heartbeat; after the grace period its trial is
-marked failed and a live worker runs it again:
+marked failed and a live worker runs it again::
 
     python examples/optuna_study.py --max-trials 400 \\
         --storage postgresql+psycopg2://user:pw@dbhost/optuna
 
 One MPI launch is one worker whose ranks share each propagator (needs mpi4py and monoprop
-built with MONOPROP_MPI=ON):
+built with MONOPROP_MPI=ON)::
 
     OMP_NUM_THREADS=1 monoprop_NUM_THREADS=1 timeout 600 mpiexec -n 2 \\
         python examples/optuna_study.py --mpi
@@ -36,7 +37,7 @@ With --graphs DIR each trial's first graph is kept in DIR, named after the setti
 it (monoprop.optimize.load_or_build): a trial with settings already seen, the replay of the best
 trials at the end, and a trial retried after its worker died load the graph instead of building
 it, and the retried trial finishes the build the dead worker left checkpointed. Share DIR
-between workers (a shared file system on a cluster):
+between workers (a shared file system on a cluster)::
 
     python examples/optuna_study.py --max-trials 40 --graphs graphs/
 """
@@ -146,7 +147,7 @@ def storage_from(url: str | None):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument(
         "--trials",
         type=int,

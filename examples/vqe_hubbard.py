@@ -1,16 +1,18 @@
-"""VQE for the 1D Fermi-Hubbard chain with Majorana propagation.
+"""VQE for the 1D Fermi-Hubbard chain with Majorana propagation
+==============================================================
 
-H = -t sum_{i,s} (c^dag_{i,s} c_{i+1,s} + h.c.) + U sum_i n_{i,up} n_{i,down} on an open chain
-of L sites, 2L spin-orbitals (spin up 0..L-1, spin down L..2L-1). The Hamiltonian is written
-in the orbitals that diagonalise the hopping matrix, so the Hartree-Fock reference (the lowest
-orbitals of each spin filled) is a product state. The ansatz repeats `layers` times: a Givens
-rotation exp(+i a i(c^dag_v c_o - h.c.)) between every occupied and every virtual orbital of
-each spin, then a double excitation exp(+i b i(c^dag_v c^dag_w c_p c_o - h.c.)) from every
-pair of occupied spin-orbitals into every pair of virtual ones with as many up spins, each
-gate with its own angle. The graph is recorded once and `monoprop.optimize.minimize` replays it for
-the energy and the exact gradient. For small chains the result is compared with exact
-diagonalisation in the sector of the reference's up and down electron numbers, which every
-gate conserves. Graphs this small replay fastest on one thread (monoprop_NUM_THREADS=1).
+``H = -t sum_{i,s} (c^dag_{i,s} c_{i+1,s} + h.c.) + U sum_i n_{i,up} n_{i,down}`` on an open
+chain of L sites, 2L spin-orbitals (spin up 0..L-1, spin down L..2L-1). The Hamiltonian is
+written in the orbitals that diagonalise the hopping matrix, so the Hartree-Fock reference (the
+lowest orbitals of each spin filled) is a product state. The ansatz repeats ``layers`` times: a
+Givens rotation ``exp(+i a i(c^dag_v c_o - h.c.))`` between every occupied and every virtual
+orbital of each spin, then a double excitation ``exp(+i b i(c^dag_v c^dag_w c_p c_o - h.c.))``
+from every pair of occupied spin-orbitals into every pair of virtual ones with as many up
+spins, each gate with its own angle. The graph is recorded once and
+``monoprop.optimize.minimize`` replays it for the energy and the exact gradient. For small
+chains the result is compared with exact diagonalisation in the sector of the reference's up
+and down electron numbers, which every gate conserves. Graphs this small replay fastest on one
+thread (``monoprop_NUM_THREADS=1``). ::
 
     python examples/vqe_hubbard.py --sites 4 --interaction 4 --layers 2
 """
@@ -160,7 +162,7 @@ def hartree_fock_vector(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--sites", type=int, default=4)
     parser.add_argument("--electrons", type=int, default=None, help="default: half filling")
     parser.add_argument("--hopping", type=float, default=1.0, help="hopping t")

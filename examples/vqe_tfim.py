@@ -1,24 +1,25 @@
-"""VQE for the 1D transverse-field Ising model with monoprop.
+"""VQE for the 1D transverse-field Ising model
+============================================
 
-H = -J sum_i Z_i Z_{i+1} - h sum_i X_i on an open chain. The ansatz is a
-Hamiltonian-variational circuit: exp(+i c Y) on every site, then `layers`
-repetitions of exp(+i a ZZ) on every bond and exp(+i b X) on every site, each
-gate with its own angle. The graph is recorded once; `monoprop.optimize.minimize`
+``H = -J sum_i Z_i Z_{i+1} - h sum_i X_i`` on an open chain. The ansatz is a
+Hamiltonian-variational circuit: ``exp(+i c Y)`` on every site, then ``layers``
+repetitions of ``exp(+i a ZZ)`` on every bond and ``exp(+i b X)`` on every site, each
+gate with its own angle. The graph is recorded once; ``monoprop.optimize.minimize``
 runs L-BFGS-B on it, each evaluation one replay for the energy and the exact
 gradient. Chains of up to 12 qubits are compared with exact diagonalisation.
 
-It prints the graph's size (`graph_size()`: n_cos_only, the entries a truncated
-sine partner left scaled by cos alone, and n_cycles, the rotation pairs), the
+It prints the graph's size (``graph_size()``: ``n_cos_only``, the entries a truncated
+sine partner left scaled by cos alone, and ``n_cycles``, the rotation pairs), the
 energy, and the optimiser loop's evaluations per second (replays plus
-L-BFGS-B's own work, timed around `minimize`; the build, the exact
+L-BFGS-B's own work, timed around ``minimize``; the build, the exact
 diagonalisation and the plot are not in it).
 
-The plot (`--plot`, default vqe_tfim.png, needs matplotlib: pip install
-"monoprop[plot]"; `--no-plot` skips it) shows the energy of every evaluation
+The plot (``--plot``, default ``vqe_tfim.png``, needs matplotlib: ``pip install
+"monoprop[plot]"``; ``--no-plot`` skips it) shows the energy of every evaluation
 and, on a log scale, its error against exact diagonalisation; above 12 qubits,
 where there is no exact value, the log panel shows the gradient norm instead.
-A progress bar shows on stderr when it is a terminal; `--progress` and
-`--no-progress` force it.
+A progress bar shows on stderr when it is a terminal; ``--progress`` and
+``--no-progress`` force it. ::
 
     python examples/vqe_tfim.py --qubits 8 --layers 4
 """
@@ -128,7 +129,7 @@ def convergence_figure(energies: list[float], gradient_norms: list[float], exact
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--qubits", type=int, default=8)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--field", type=float, default=1.0, help="transverse field h (J = 1)")

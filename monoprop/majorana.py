@@ -66,7 +66,7 @@ def _check_non_negative(indices: tuple) -> None:
 
 
 class Majorana:
-    """A canonical Majorana monomial ``m_{i1} m_{i2} ... m_{iw}`` with ``i1 < ... < iw``.
+    """A canonical Majorana monomial ``m_{i1} m_{i2} … m_{iw}`` with ``i1 < … < iw``.
 
     ``Majorana()`` is the identity. Use :meth:`from_unsorted` for indices in any order.
     ``indices`` is the tuple of Majorana indices ``(i1, ..., iw)``, strictly increasing; index
