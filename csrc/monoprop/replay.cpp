@@ -88,12 +88,15 @@ void for_each_cos(const ShardLayer& layer, Apply&& apply) {
 // sweep takes them back in the same order.
 class Keeper {
  public:
-  Keeper(ReplayTape* tape, unsigned shrink) : tape_(tape), shrink_(shrink) {}
+  // The debts' address is held apart from the tape: a store through a byte
+  // pointer may alias anything, so the compiler would reload it from the tape
+  // after every debt it writes.
+  Keeper(ReplayTape* tape, unsigned shrink) : tape_(tape), debt_(tape ? tape->debt.data() : nullptr), shrink_(shrink) {}
 
   void begin_forward() { tape_->starts.push_back(tape_->inputs.size()); }
   // Slot a, holding x, is about to be scaled.
   [[gnu::always_inline]] void scaled(std::uint32_t a, double x) {
-    std::uint8_t& debt = tape_->debt[a];
+    std::uint8_t& debt = debt_[a];
     const unsigned after = debt + shrink_;
     if (after < ReplayTape::kBudget) {
       debt = static_cast<std::uint8_t>(after);
@@ -114,7 +117,7 @@ class Keeper {
   // The input of slot a's scaling, whose output is x0: kept, where the
   // forward sweep cleared the debt, else x0 / cos.
   [[gnu::always_inline]] double input(std::uint32_t a, double x0, double inverse_cs) {
-    std::uint8_t& debt = tape_->debt[a];
+    std::uint8_t& debt = debt_[a];
     if (debt != 0) {
       debt = static_cast<std::uint8_t>(debt - shrink_);
       return x0 * inverse_cs;
@@ -126,6 +129,7 @@ class Keeper {
 
  private:
   ReplayTape* tape_;
+  std::uint8_t* debt_;
   unsigned shrink_;
   std::size_t next_ = 0;
 };
@@ -207,10 +211,16 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
       own[a] *= cs;
     });
   } else {
-    for_each_cos(layer, [&](std::uint32_t a) {
-      if constexpr (Kept) keeper.scaled(a, own[a]);
-      own[a] *= cs;
-    });
+    // Locals no lambda refers to stay in registers across the debts' byte
+    // stores (which may alias anything addressable).
+    SectionReader reader(layer, layer.cos);
+    double* const x = own;
+    const double scale = cs;
+    for (std::uint32_t k = 0; k < layer.cos.count; ++k) {
+      const std::uint32_t a = reader.cos();
+      if constexpr (Kept) keeper.scaled(a, x[a]);
+      x[a] *= scale;
+    }
   }
   for (const Part& part : layer.parts) {
     double* const via = handover ? handed_part(layer, part, handover, 1) : nullptr;
@@ -270,11 +280,19 @@ double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, 
     else
       return x[0] * inverse_cs;
   };
+  // The cos entries' sum runs in a variable no lambda refers to, so that it
+  // stays in a register: the debts' byte stores could otherwise alias it.
   double d = 0.0, d_pairs = 0.0;
-  for_each_cos(layer, [&](std::uint32_t a) {
-    double* x = own + 2 * std::size_t{a};
-    d += unscale(x, input(a, x), cs, dcs);
-  });
+  {
+    SectionReader reader(layer, layer.cos);
+    double sum = 0.0;
+    for (std::uint32_t k = 0; k < layer.cos.count; ++k) {
+      const std::uint32_t a = reader.cos();
+      double* x = own + 2 * std::size_t{a};
+      sum += unscale(x, input(a, x), cs, dcs);
+    }
+    d = sum;
+  }
   std::size_t cursor = Pared ? tape->cursor : 0;
   for (const Part& part : layer.parts) {
     double* const via = handover ? handed_part(layer, part, handover, 2) : nullptr;
