@@ -1,29 +1,31 @@
-"""A graph too large for one process's memory budget, built over several MPI ranks.
+"""A graph larger than one process's memory budget, built over MPI ranks
+=======================================================================
 
 The problem is a VQE step for the 2D transverse-field Ising model,
-H = -J sum_<ij> Z_i Z_j - h sum_i X_i on an open rows x cols lattice, with a
-Hamiltonian-variational ansatz: exp(+i c Y) on every site, then `layers` repetitions of
-exp(+i a ZZ) on every bond and exp(+i b X) on every site, each gate with its own angle. The
-graph is recorded once (Pauli-weight cutoff `--cutoff`), then replayed for the energy and its
-exact gradient at a fixed starting point.
+``H = -J sum_<ij> Z_i Z_j - h sum_i X_i`` on an open ``rows x cols`` lattice, with a
+Hamiltonian-variational ansatz: ``exp(+i c Y)`` on every site, then ``layers`` repetitions of
+``exp(+i a ZZ)`` on every bond and ``exp(+i b X)`` on every site, each gate with its own angle.
+The graph is recorded once (Pauli-weight cutoff ``--cutoff``), then replayed for the energy and
+its exact gradient at a fixed starting point.
 
-Every rank runs this script; the terms are divided over the ranks (MPI.COMM_WORLD), so each
-rank holds about 1/R of them. `--memory-limit` (bytes; K, M and G suffixes are powers of ten)
-is each rank's memory budget, the `memory_limit=` of the propagator: a build that would take
-its process past it stops with a MemoryError before it grows. Without it the budget is
-monoprop_MEMORY_LIMIT (bytes) if set, else 80% of the memory available when the build starts.
-With more than one rank, a rank that stops aborts the launch with its message (MPI_Abort).
+Every rank runs this script; the terms are divided over the ranks (``MPI.COMM_WORLD``), so each
+rank holds about 1/R of them. ``--memory-limit`` (bytes; K, M and G suffixes are powers of ten)
+is each rank's memory budget, the ``memory_limit=`` of the propagator: a build that would take
+its process past it stops with a ``MemoryError`` before it grows. Without it the budget is
+``monoprop_MEMORY_LIMIT`` (bytes) if set, else 80% of the memory available when the build
+starts. With more than one rank, a rank that stops aborts the launch with its message
+(``MPI_Abort``).
 
-Rank 0 prints each rank's terms, the bytes its propagator holds (`memory()`) and the process's
-peak resident memory during the build and during the value and gradient, then the energy and
-the gradient norm. After that (unless `--no-one-rank`) rank 0 builds the same graph alone,
-under the same budget, to show what one process would have needed: its peak, or the
-MemoryError with which the budget refused it.
+Rank 0 prints each rank's terms, the bytes its propagator holds (``memory()``) and the
+process's peak resident memory during the build and during the value and gradient, then the
+energy and the gradient norm. After that (unless ``--no-one-rank``) rank 0 builds the same
+graph alone, under the same budget, to show what one process would have needed: its peak, or
+the ``MemoryError`` with which the budget refused it. ::
 
-    mpiexec -n 4 python examples/distributed.py --memory-limit 150M
+    mpiexec -n 4 python examples/distributed.py --memory-limit 115M
 
 Without mpi4py, or on one rank, it runs as a single process. Threads per rank come from
-monoprop_NUM_THREADS (else OMP_NUM_THREADS); give each rank as many cores.
+``monoprop_NUM_THREADS`` (else ``OMP_NUM_THREADS``); give each rank as many cores.
 """
 
 from __future__ import annotations
@@ -223,7 +225,7 @@ def report(args, ranks: list[dict]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--cols", type=int, default=9)
     parser.add_argument("--layers", type=int, default=2)
