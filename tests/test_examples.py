@@ -223,3 +223,58 @@ def test_error_bars_hold_the_exact_value_and_shrink_with_the_tolerance() -> None
         assert 0.0 < float(estimate) <= float(bound), out
         bounds.append(float(bound))
     assert bounds == sorted(bounds, reverse=True), out  # tighter tolerance, smaller bound
+
+
+def test_distributed_runs_as_one_process_and_matches_the_dense_state() -> None:
+    """Without MPI (this suite's monoprop) the example runs as one rank; 6 qubits under a
+    cutoff of 6 is exact, so its energy and gradient norm are those of the state vector."""
+    import _dense_circuit as dc
+    from dense_reference import basis_state
+
+    out = run_example("distributed.py", "--rows", "2", "--cols", "3", "--cutoff", "6")
+    assert "1 rank(s) x 1 thread(s)" in out, out
+    assert "one rank alone" not in out, out  # nothing to compare with on one rank
+    energy = float(re.search(r"energy (\S+),", out).group(1))
+    norm = float(re.search(r"gradient norm (\S+)", out).group(1))
+    terms = re.search(r"^\s+0 +(\d+) .*\|", out, re.MULTILINE)
+    assert terms and f"terms in all {terms.group(1)}," in out, out
+
+    spec = importlib.util.spec_from_file_location("distributed", EXAMPLES / "distributed.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    circuit = example.ansatz(2, 3, 2)
+    theta = example.starting_point(circuit.n_parameters, 1)
+    h = dc.operator_matrix(example.tfim_hamiltonian(2, 3, 1.0, 3.0), 6)
+    # <psi|H|psi> for psi = U_L ... U_1 |0>, and d/dtheta_k = 2 Re <psi| H U_L..U_{k+1} i G_k
+    # U_k ... U_1 |0>, accumulated from the last gate back.
+    gates = dc.gate_unitaries(circuit, theta)
+    states = [basis_state([], 6)]
+    for u, _, _ in gates:
+        states.append(u @ states[-1])
+    bra = h @ states[-1]
+    gradient = np.zeros(circuit.n_parameters)
+    for k in reversed(range(len(gates))):
+        u, g, slot = gates[k]
+        gradient[slot] += 2 * np.vdot(bra, 1j * g @ states[k + 1]).real
+        bra = u.conj().T @ bra
+    assert energy == pytest.approx(np.vdot(states[-1], h @ states[-1]).real, abs=1e-10), out
+    assert norm == pytest.approx(np.linalg.norm(gradient), abs=1e-9), out
+
+
+def test_distributed_stops_at_its_memory_limit() -> None:
+    # 60 MB is about what Python, numpy and monoprop take before the build (which needs some
+    # 75 MB more): the example is refused either at construction or during the build.
+    run = subprocess.run(
+        [sys.executable, str(EXAMPLES / "distributed.py"), "--memory-limit", "60M"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(Path(monoprop.__file__).parents[1]),
+            "monoprop_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+        },
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert re.search(r"^refused: .*memory budget of 60\.0 MB", run.stdout, re.MULTILINE), run.stdout

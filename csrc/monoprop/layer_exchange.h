@@ -12,6 +12,12 @@ namespace monoprop {
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::send_lookups(const LayerPlan& plan) {
   Exchange& x = exchange_;
+  // What earlier layers left in these buffers is spent: they may change places.
+  lend_to_peer(x.out, plan.peers);
+  lend_to_peer(x.in, plan.peers);
+  lend_to_peer(x.incoming, plan.peers);
+  lend_to_peer(x.answers_out, plan.peers);
+  lend_to_peer(x.answers_in, plan.peers);
   std::vector<mpi::Parcel> parcels;
   for (const int r : plan.peers) {
     std::vector<Wire>& out = x.out[static_cast<std::size_t>(r)];

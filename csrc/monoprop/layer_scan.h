@@ -42,6 +42,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   for (auto& out : me.outbox) out.clear();
   for (auto& out : me.late) out.clear();
   for (auto& out : me.remote_out) out.clear();
+  lend_to_peer(me.remote_out, plan.peers);
   if (me.flags.size() < n) me.flags.resize(n);
 
   const Truncation& t = config_.truncation;

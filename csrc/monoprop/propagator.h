@@ -266,6 +266,21 @@ class Propagator final : public MonomialPropagator {
   static void give_back(V& v) {
     V().swap(v);
   }
+  // Linear routing sends a layer's lookups to a single peer, a different one
+  // from layer to layer. Buffers kept by rank would then hold R - 1 layers'
+  // worth of lookups, and a rank's memory would not shrink as ranks are
+  // added; so before a layer with one peer, that peer's (emptied) buffer
+  // trades places with the largest. Splitmix routing talks to every peer in
+  // every layer, so there is nothing idle to trade.
+  template <typename V>
+  static void lend_to_peer(std::vector<V>& by_rank, const std::vector<int>& peers) {
+    if (peers.size() != 1) return;
+    V& mine = by_rank[static_cast<std::size_t>(peers[0])];
+    V* largest = &mine;
+    for (V& other : by_rank)
+      if (other.capacity() > largest->capacity()) largest = &other;
+    if (largest != &mine) mine.swap(*largest);
+  }
   int threads() const { return num_threads_; }
   // The shard, within its rank, that owns a monomial of hash h.
   int owner(std::uint64_t h) const { return routing_.shard_of(h); }
