@@ -23,6 +23,7 @@ EXAMPLE_ARGUMENTS: dict[str, list[str]] = {
     "noisy_vqe.py": ["--qubits", "4", "--layers", "2"],
     "vqe_hubbard.py": ["--sites", "3", "--layers", "2"],
     "adapt_vqe.py": ["--qubits", "4"],
+    "distributed.py": ["--rows", "2", "--cols", "3", "--cutoff", "6"],
     "optuna_study.py": [
         "--qubits", "4", "--trials", "8", "--seed", "0",
         "--storage", "sqlite:///{out}/monoprop.db",

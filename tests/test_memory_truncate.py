@@ -297,7 +297,7 @@ def test_majorana_truncate_completes_what_raise_refuses():
     exact = MajoranaPropagator(observable, [0, 1], cutoff=2 * n)
     exact.propagate(circuit)  # no truncation: the exact operator
     refused = MajoranaPropagator(
-        observable, [0, 1], cutoff=2 * n, memory_limit=resident_bytes() + 12 * 2**20
+        observable, [0, 1], cutoff=2 * n, memory_limit=resident_bytes() + 32 * 2**20
     )
     with pytest.raises(MemoryError, match='on_memory_limit="truncate"'):
         refused.propagate(circuit)
@@ -306,7 +306,7 @@ def test_majorana_truncate_completes_what_raise_refuses():
         observable,
         [0, 1],
         cutoff=2 * n,
-        memory_limit=resident_bytes() + 12 * 2**20,
+        memory_limit=resident_bytes() + 32 * 2**20,
         on_memory_limit="truncate",
     )
     prop.propagate(circuit)
