@@ -18,6 +18,10 @@ from ._core import (
     has_mpi,
     is_antihermitian,
 )
+
+# The version is a constant in _version.py (where the build reads it), so that importing monoprop
+# costs no package-metadata lookup (50 ms, 4 MB).
+from ._version import __version__
 from .circuit import Circuit, ExpGate, expand_monomials, validate_parameter_mapping
 from .clifford import CliffordGate
 from .encoding import jordan_wigner_basis_change
@@ -37,10 +41,6 @@ from .pauli import Pauli, PauliOperator
 from .pauli_propagator import PauliPropagator
 from .persistence import load
 from .truncation_error import TruncationError
-
-# The package version, read from here by the build (pyproject.toml, CMakeLists.txt); a constant,
-# so that importing monoprop costs no package-metadata lookup (50 ms, 4 MB).
-__version__ = "0.1.0"
 
 __all__ = [
     "MAX_NUM_MODES",

@@ -28,6 +28,7 @@ from qiskit.circuit import (
 )
 from qiskit.circuit.library import CUGate
 
+from ._qiskit_operators import from_qiskit_operator
 from .circuit import Circuit, ExpGate, Gate
 from .clifford import QUARTER_TURN_ATOL, CliffordGate
 from .pauli import Pauli, PauliOperator
@@ -166,8 +167,6 @@ def check_instruction(instruction: Any, where: str) -> None:
 
 def instruction_steps(operation: Any, where: str) -> list[_Step]:
     """The exact steps of one operation (phases included), on its qargs ``0..k-1``."""
-    from .qiskit_conversion import from_qiskit_operator  # that module imports this one
-
     name = operation.name
     if name in _SKIPPED:
         return []

@@ -55,6 +55,8 @@ from typing import Any
 
 import numpy as np
 
+from ._version import __version__
+
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
@@ -172,7 +174,7 @@ def _write_header(
     header = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        "monoprop_version": _version(),
+        "monoprop_version": __version__,
         "meta": meta,
         "arrays": entries,
     }
@@ -247,8 +249,8 @@ def _read_header(folder: Path) -> dict[str, Any]:
     if version > FORMAT_VERSION:
         raise ValueError(
             f"{folder} has format version {version}, written by monoprop "
-            f"{header.get('monoprop_version')!r}; this monoprop ({_version()}) reads up to version "
-            f"{FORMAT_VERSION}: upgrade monoprop to load it"
+            f"{header.get('monoprop_version')!r}; this monoprop ({__version__}) reads up to "
+            f"version {FORMAT_VERSION}: upgrade monoprop to load it"
         )
     if version < 1:
         raise ValueError(f"{header_file} is damaged: format_version {version} is below 1")
@@ -342,9 +344,3 @@ def _interrupted_hint(folder: Path) -> str:
     return (
         f"; a save there was interrupted, and the previous save is at {aside[-1]}: rename it back"
     )
-
-
-def _version() -> str:
-    from . import __version__
-
-    return __version__

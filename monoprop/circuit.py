@@ -32,11 +32,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
+from ._channel import Channel, NoiseLayer
 from .arguments import PARAMETER_FIX
 from .clifford import CliffordGate, GateFamily, gate_operator
 from .encoding import HERMITIAN_ATOL, hermitian_phase, pauli_slots
 from .majorana import Majorana, MajoranaOperator
-from .noise import Channel, NoiseLayer
 from .pauli import PauliOperator
 from .validation import check_finite, check_finite_array, check_system_size
 

@@ -24,7 +24,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 
 import numpy as np
 
-from . import _core, checkpointed_build
+from . import _comm, _core, _saved_state, checkpointed_build
 from .arguments import (
     ParameterValues,
     cutoff_value,
@@ -151,7 +151,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             )
         if not isinstance(cutoff_type, str):
             raise TypeError(f"cutoff_type must be a str; got {cutoff_type!r}.")
-        comm_handle = _comm_handle(comm)
+        comm_handle = _comm.comm_handle(comm)
         memory_limit = _memory_limit(memory_limit)
         truncate_to_fit = _truncate_to_fit(on_memory_limit, comm)
         _warn_negative_tolerance("lower_atol", lower)
@@ -295,7 +295,6 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
                 "differ. Pass the arguments of the first call."
             )
         self._build = record
-        from . import persistence  # which imports this module
 
         def on_record(record: checkpointed_build.BuildRecord) -> None:
             self._build = record
@@ -308,7 +307,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
                 k,
                 record,
                 on_record,
-                None if path is None else functools.partial(persistence.save, self, path),
+                None if path is None else functools.partial(_saved_state.save, self, path),
                 every,
                 report,
             )
@@ -947,15 +946,11 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         at ``path`` once every part is written; ``monoprop.load(path, comm=comm)`` loads it on
         as many ranks.
         """
-        from . import persistence
-
-        persistence.save(self, path)
+        _saved_state.save(self, path)
 
     def __reduce__(self):
         """Pickles through the same arrays as :meth:`save` (no pickled code inside)."""
-        from . import persistence
-
-        return persistence._restore, persistence._state(self)
+        return _saved_state.restore, (type(self), *_saved_state.state(self))
 
     def __copy__(self):
         self._engine.check_valid()
@@ -973,7 +968,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             if name == "_engine":
                 value = _core.restore_engine(
                     arrays,
-                    comm_handle=_comm_handle(self._comm),
+                    comm_handle=_comm.comm_handle(self._comm),
                     threads=self.num_threads,
                     memory_limit=self.memory_limit,
                     truncate_to_fit=self._engine.truncate_to_fit,
@@ -1209,46 +1204,6 @@ def _pare(threshold: float | None) -> float:
     if value < 0:
         raise ValueError(f"pare_threshold must be >= 0; got {threshold!r}.")
     return value
-
-
-def _comm_handle(comm: Any) -> int | None:
-    """The address of ``comm``'s MPI handle for the engine, or None to run without MPI.
-
-    Builds without MPI accept a single-rank communicator (``MPI.COMM_SELF``) and run serially,
-    so that scripts written for MPI run unchanged on one process; a larger one is an error.
-    """
-    if comm is None:
-        return None
-    if not _core.has_mpi:
-        size = comm.Get_size() if hasattr(comm, "Get_size") else None
-        if size == 1:
-            return None
-        raise RuntimeError(
-            f"comm={comm!r} spans {size} ranks but this monoprop build has no MPI "
-            "(monoprop.has_mpi is False); pass comm=None, or rebuild with "
-            "pip install -C cmake.define.MONOPROP_MPI=ON '.[mpi]'."
-        )
-    try:
-        from mpi4py import MPI
-    except ImportError as error:  # pragma: no cover - the [mpi] extra installs it
-        raise RuntimeError(
-            "comm= needs mpi4py (pip install 'monoprop[mpi]'); pass comm=None to run serially."
-        ) from error
-    if not isinstance(comm, MPI.Comm):
-        raise TypeError(
-            f"comm must be an mpi4py communicator (MPI.COMM_WORLD, MPI.COMM_SELF, a Split, ...); "
-            f"got {comm!r}."
-        )
-    if comm == MPI.COMM_NULL:
-        raise ValueError("comm is MPI.COMM_NULL; pass a live communicator.")
-    ours, theirs = _core.mpi_library_version(), MPI.Get_library_version()
-    if ours.split("\n")[0].strip() != theirs.split("\n")[0].strip():
-        raise RuntimeError(
-            "monoprop and mpi4py use different MPI libraries, so they cannot share a "
-            f"communicator: monoprop has {ours.splitlines()[0]!r}, mpi4py has "
-            f"{theirs.splitlines()[0]!r}. Rebuild monoprop against the MPI mpi4py loads."
-        )
-    return MPI._addressof(comm)
 
 
 def _noise_arrays(noise: list[Any]) -> NoiseArrays:

@@ -60,10 +60,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import product
 from typing import Any, Literal
 
+from ._channel import Channel, NoiseLayer, _Part
+from .circuit import Circuit
 from .validation import check_int
 
 __all__ = [
@@ -87,90 +88,6 @@ _LINEAR, _ROOT, _EXP = 0, 1, 2
 
 # The slots of a Pauli letter on qubit q, as offsets from 2q.
 _LETTER_SLOTS = {"I": (), "X": (0,), "Y": (1,), "Z": (0, 1)}
-
-
-@dataclass(frozen=True)
-class NoiseLayer:
-    """One engine layer of a channel: ``v = f(alpha + beta * rate)`` with ``f`` per ``form``."""
-
-    kind: int
-    slots: tuple[int, ...]
-    form: int
-    alpha: float
-    beta: float
-    patterns: int = 0
-
-
-@dataclass(frozen=True)
-class _Part:
-    """Layers that read one rate: a fixed one (``index`` None) or parameter slot ``index``."""
-
-    index: int | None
-    layers: tuple[NoiseLayer, ...]
-    lowest: float
-    highest: float
-
-
-class Channel:
-    """A noise channel in a circuit's gate list; build one with this module's functions.
-
-    ``name`` is the function that built it (``"depolarizing"``, ``"amplitude_damping"``, ...);
-    ``family`` is ``"pauli"`` or ``"majorana"``; ``sites`` the qubits or modes it acts on;
-    ``rate`` its fixed rate(s), or None when ``index`` names parameter slots.
-    """
-
-    __slots__ = ("_parts", "family", "index", "name", "rate", "sites")
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(
-        self,
-        name: str,
-        family: Literal["pauli", "majorana"],
-        sites: tuple[int, ...],
-        rate: Any,
-        index: Any,
-        parts: Sequence[_Part],
-    ) -> None:
-        self.name = name
-        self.family = family
-        self.sites = sites
-        self.rate = rate
-        self.index = index
-        self._parts: tuple[_Part, ...] = tuple(parts)
-
-    @property
-    def slots(self) -> tuple[int, ...]:
-        """The parameter slots the channel reads, one per rate (empty for fixed rates)."""
-        return tuple(part.index for part in self._parts if part.index is not None)
-
-    def _shifted(self, offset: int) -> Channel:
-        """The channel with its parameter slots moved by ``offset`` (circuit concatenation)."""
-        parts = [
-            _Part(None if p.index is None else p.index + offset, p.layers, p.lowest, p.highest)
-            for p in self._parts
-        ]
-        index = self.index
-        if isinstance(index, int):
-            index += offset
-        elif index is not None:
-            index = tuple(i + offset for i in index)
-        return Channel(self.name, self.family, self.sites, self.rate, index, parts)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Channel):
-            return NotImplemented
-        return (self.name, self.family, self.sites, self.rate, self.index, self._parts) == (
-            other.name,
-            other.family,
-            other.sites,
-            other.rate,
-            other.index,
-            other._parts,
-        )
-
-    def __repr__(self) -> str:
-        what = f"index={self.index!r}" if self.rate is None else f"rate={self.rate!r}"
-        return f"Channel({self.name!r}, sites={self.sites!r}, {what})"
 
 
 # -- qubit channels ---------------------------------------------------------------------------
@@ -481,7 +398,9 @@ def _lindblad_rates(fidelities: Mapping[str, float]) -> dict[str, float]:
 # -- noise after gates ------------------------------------------------------------------------
 
 
-def after_gates(circuit: Any, channel_for_gate: Callable[[Any, tuple[int, ...]], Any]) -> Any:
+def after_gates(
+    circuit: Circuit, channel_for_gate: Callable[[Any, tuple[int, ...]], Any]
+) -> Circuit:
     """A copy of ``circuit`` with noise after its gates.
 
     ``channel_for_gate(gate, sites)`` is called for every gate (``ExpGate`` or
@@ -506,8 +425,6 @@ def after_gates(circuit: Any, channel_for_gate: Callable[[Any, tuple[int, ...]],
     >>> round(prop.expectation_value(), 12)  # <Z1> after the cx is (1 − 0.01) cos(2 · 0.3)
     0.817082258761
     """
-    from .circuit import Circuit  # circuit.py imports this module
-
     if not isinstance(circuit, Circuit):
         raise TypeError(
             f"after_gates takes a monoprop Circuit; got {type(circuit).__name__}. Convert a "

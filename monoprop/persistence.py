@@ -34,31 +34,25 @@ True
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
-from . import _core, archive
-from .checkpointed_build import BuildRecord
-from .monomial_propagator import MonomialPropagator, _comm_handle
+from . import _comm, _saved_state, archive
+from ._saved_state import agree
+from .majorana_propagator import MajoranaPropagator
+from .monomial_propagator import MonomialPropagator
+from .pauli_propagator import PauliPropagator
 
 __all__ = ["load", "save"]
 
-_FAMILY_CODES = {"pauli": 0, "majorana": 1}
-
-# Errors one rank meets and every rank raises alike (others become RuntimeError).
-_SHARED_ERRORS = {
-    e.__name__: e for e in (ValueError, TypeError, FileNotFoundError, FileExistsError)
+# The classes a save may name.
+_CLASSES: dict[str, type[MonomialPropagator]] = {
+    cls.__name__: cls for cls in (PauliPropagator, MajoranaPropagator)
 }
 
 
 def save(prop: MonomialPropagator, path: str | os.PathLike) -> None:
     """Writes ``prop`` to the directory ``path`` (see :meth:`MonomialPropagator.save`)."""
-    comm = prop._comm
-    if comm is None or comm.Get_size() == 1:
-        meta, arrays = _state(prop)
-        archive.write(path, meta, arrays)
-    else:
-        _save_parts(prop, path, comm)
+    _saved_state.save(prop, path)
 
 
 def load(path: str | os.PathLike, *, comm: Any = None) -> MonomialPropagator:
@@ -80,16 +74,12 @@ def load(path: str | os.PathLike, *, comm: Any = None) -> MonomialPropagator:
     try:
         top, _ = archive.read(path)
         _check_ranks(path, top, ranks)
-        part = archive.read_part(path, _part(comm.Get_rank(), ranks))
+        part = archive.read_part(path, _saved_state.part_name(comm.Get_rank(), ranks))
         _checked_class(*part)
     except (ValueError, FileNotFoundError) as failure:
         error = failure
-    _agree(comm, error)
+    agree(comm, error)
     return _restored(path, *part, comm)  # the core agrees on its own checks
-
-
-def _part(rank: int, ranks: int) -> str:
-    return f"rank-{rank}-of-{ranks}"
 
 
 def _check_ranks(path: str | os.PathLike, meta: dict[str, Any], ranks: int) -> None:
@@ -102,92 +92,17 @@ def _check_ranks(path: str | os.PathLike, meta: dict[str, Any], ranks: int) -> N
         )
 
 
-def _save_parts(prop: MonomialPropagator, path: str | os.PathLike, comm: Any) -> None:
-    """Every rank writes its part into one hidden directory, which the first rank then puts in
-    place of ``path``; collective, and any rank's failure raises on all before ``path``
-    changes."""
-    rank, ranks = comm.Get_rank(), comm.Get_size()
-    staging = None
-    error: Exception | None = None
-    if rank == 0:
-        try:
-            staging = archive.begin(path)
-        except (OSError, ValueError) as failure:
-            error = failure
-    _agree(comm, error)
-    staging = Path(comm.bcast(None if staging is None else str(staging), root=0))
-    try:
-        error = None
-        try:
-            meta, arrays = _state(prop)
-            archive.write(staging / _part(rank, ranks), meta, arrays)
-        except (OSError, ValueError, RuntimeError) as failure:
-            error = failure
-        _agree(comm, error)
-        if rank == 0:
-            try:
-                top = {key: meta[key] for key in ("class", "family", "num_modes", "threads")}
-                top["ranks"] = ranks
-                archive.commit(staging, path, top, [_part(r, ranks) for r in range(ranks)])
-            except (OSError, ValueError) as failure:
-                error = failure
-        _agree(comm, error)
-    finally:
-        if rank == 0:
-            archive.abort(staging)  # nothing left once committed
-
-
-def _agree(comm: Any, error: BaseException | None) -> None:
-    """Raises on every rank when any rank met an error: a rank its own, the others the error
-    of the lowest failing rank, so that no rank goes on alone into a collective step."""
-    errors = comm.allgather(None if error is None else (type(error).__name__, str(error)))
-    if error is not None:
-        raise error
-    for rank, failure in enumerate(errors):
-        if failure is not None:
-            kind, message = failure
-            raise _SHARED_ERRORS.get(kind, RuntimeError)(f"rank {rank}: {message}")
-
-
 def _comm_size(comm: Any) -> int:
-    _comm_handle(comm)  # refuses what is not an mpi4py communicator
+    _comm.comm_handle(comm)  # refuses what is not an mpi4py communicator
     return int(comm.Get_size())
-
-
-def _state(prop: MonomialPropagator) -> tuple[dict[str, Any], dict[str, Any]]:
-    arrays = prop._engine.save_state()
-    meta = {
-        "class": type(prop).__name__,
-        "family": prop._family,
-        "num_modes": prop.num_modes,
-        "threads": prop.num_threads,
-        "initial_state": [int(mode) for mode in prop._initial_state],
-        "build": None if prop._build is None else prop._build.to_json(),
-    }
-    return meta, arrays
-
-
-def _classes() -> dict[str, type[MonomialPropagator]]:
-    from .majorana_propagator import MajoranaPropagator
-    from .pauli_propagator import PauliPropagator
-
-    return {cls.__name__: cls for cls in (PauliPropagator, MajoranaPropagator)}
 
 
 def _checked_class(meta: dict[str, Any], arrays: dict[str, Any]) -> type[MonomialPropagator]:
     """The class a save's metadata names, checked against its arrays; ValueError if damaged."""
-    cls = _classes().get(meta.get("class"))  # type: ignore[arg-type]
+    cls = _CLASSES.get(meta.get("class"))  # type: ignore[arg-type]
     if cls is None:
         raise ValueError(f"the save holds a {meta.get('class')!r}, not a monoprop propagator")
-    family = arrays.get("family")
-    if family is None or family.shape != () or int(family) != _FAMILY_CODES[cls._family]:
-        raise ValueError(f"the save's engine is not a {cls.__name__}'s")
-    state = meta.get("initial_state")
-    if not isinstance(state, list) or not all(isinstance(m, int) for m in state):
-        raise ValueError(f"the save's initial_state {state!r} is not a list of modes")
-    build = meta.get("build")
-    if build is not None:
-        BuildRecord.from_json(build)
+    _saved_state.check(cls, meta, arrays)
     return cls
 
 
@@ -201,11 +116,5 @@ def _restored(
 
 
 def _restore(meta: dict[str, Any], arrays: dict[str, Any], comm: Any = None) -> MonomialPropagator:
-    cls = _checked_class(meta, arrays)
-    build = meta.get("build")
-    prop = object.__new__(cls)
-    prop._build = None if build is None else BuildRecord.from_json(build)
-    prop._initial_state = tuple(meta["initial_state"])
-    prop._engine = _core.restore_engine(arrays, comm_handle=_comm_handle(comm))
-    prop._comm = comm
-    return prop
+    """The propagator of the class the save names (also what pickles of monoprop 0.1 call)."""
+    return _saved_state.restore(_checked_class(meta, arrays), meta, arrays, comm)

@@ -73,17 +73,24 @@ def _fill(template: str, value: Any, name: str, minimum: Any, maximum: Any) -> s
 def check_system_size(size: object, *, argument_name: str) -> int:
     """Check a number of qubits/modes and return it as a plain ``int``.
 
-    A Python ``int`` only (not a bool, not a numpy integer). Zero is allowed: an empty system
-    is a valid container.
+    The one check of ``num_qubits``, ``num_modes`` and ``system_size`` everywhere in monoprop,
+    and the contract's ``monoprop.utils._validate_system_size``. A Python ``int`` or a numpy
+    integer; a ``bool`` (``num_qubits=True`` is a mistake) or any other type raises
+    ``TypeError("{name} must be an integer (not {type}). ...")`` and a negative number
+    ``ValueError("{name} must be non-negative; got {value}. ...")``, each followed by how to
+    fix it. Zero is allowed: an empty system is a valid container.
 
     >>> check_system_size(3, argument_name="num_qubits")
     3
+    >>> check_system_size(-1, argument_name="num_qubits")
+    Traceback (most recent call last):
+    ...
+    ValueError: num_qubits must be non-negative; got -1. Pass the number of qubits ...
     """
     return check_int(
         size,
         argument_name,
         minimum=0,
-        types=int,
         message=(
             "{name} must be an integer (not {type}). Got {value!r}; pass a Python int such as "
             "{name}=4."

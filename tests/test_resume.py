@@ -18,7 +18,7 @@ import pytest
 from test_save_load import majorana_case, pauli_case, threads  # noqa: F401 (a fixture the tests use)
 
 import monoprop
-from monoprop import MajoranaPropagator, PauliPropagator, ToleranceWarning, archive, persistence
+from monoprop import MajoranaPropagator, PauliPropagator, ToleranceWarning, _saved_state, archive
 
 HERE = Path(__file__).parent
 
@@ -88,20 +88,20 @@ def test_a_build_in_pieces_records_the_graph_of_one_build(
         whole.build_graph(circuit, seed_parameters=seed)
     x = np.concatenate([x, x]) if earlier else x
     saves = []
-    real_save = persistence.save
+    real_save = _saved_state.save
 
     def counting_save(prop, path):
         saves.append(prop._build.done)
         real_save(prop, path)
 
-    persistence.save, saved_save = counting_save, persistence.save
+    _saved_state.save, saved_save = counting_save, _saved_state.save
     try:
         with ignoring_lower_atol(structural):
             pieces.build_graph(
                 circuit, seed_parameters=seed, checkpoint=tmp_path / "ck", checkpoint_every=0
             )
     finally:
-        persistence.save = saved_save
+        _saved_state.save = saved_save
     assert saves == list(range(1, len(pieces._layer_arrays(circuit)) + 1))
     assert_bitwise(whole, pieces, x)
     finished = monoprop.load(tmp_path / "ck")
@@ -117,11 +117,11 @@ CHILD = textwrap.dedent(
     import os, sys, time
     sys.path.insert(0, {tests!r})
     import numpy as np
-    from monoprop import persistence
+    from monoprop import _saved_state
     from test_resume import fresh
 
     stall_after = int(sys.argv[2])
-    real_save = persistence.save
+    real_save = _saved_state.save
     count = 0
 
     def save(prop, path):
@@ -132,7 +132,7 @@ CHILD = textwrap.dedent(
             print("checkpointed", prop._build.done, flush=True)
             time.sleep(600)  # the parent kills us here
 
-    persistence.save = save
+    _saved_state.save = save
     prop, circuit, x = fresh(sys.argv[3], sys.argv[4])
     prop.build_graph(circuit, seed_parameters=x, checkpoint=sys.argv[1], checkpoint_every=0)
     print("finished", flush=True)
@@ -242,7 +242,7 @@ def test_a_kill_in_the_middle_of_a_checkpoint_resumes_from_the_one_before(tmp_pa
 def test_a_build_stopped_in_process_resumes_on_the_same_propagator(tmp_path, monkeypatch):
     """A KeyboardInterrupt between pieces leaves the pieces done; resume=True finishes."""
     prop, circuit, x = fresh("majorana", "schrodinger")
-    real_save, count = persistence.save, [0]
+    real_save, count = _saved_state.save, [0]
 
     def interrupted_save(p, path):
         real_save(p, path)
@@ -250,10 +250,10 @@ def test_a_build_stopped_in_process_resumes_on_the_same_propagator(tmp_path, mon
         if count[0] == 4:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(persistence, "save", interrupted_save)
+    monkeypatch.setattr(_saved_state, "save", interrupted_save)
     with pytest.raises(KeyboardInterrupt):
         prop.build_graph(circuit, checkpoint=tmp_path / "ck", checkpoint_every=0)
-    monkeypatch.setattr(persistence, "save", real_save)
+    monkeypatch.setattr(_saved_state, "save", real_save)
     assert prop._build.done == 4 and not prop._build.finished
     prop.build_graph(circuit, resume=True)
     whole, _, _ = fresh("majorana", "schrodinger")
@@ -265,17 +265,17 @@ def test_a_build_stopped_in_process_resumes_on_the_same_propagator(tmp_path, mon
 def unfinished(tmp_path, monkeypatch):
     """A propagator loaded from a checkpoint three layers into its build."""
     prop, circuit, x = fresh("pauli", "heisenberg")
-    real_save = persistence.save
+    real_save = _saved_state.save
 
     def stop(p, path):
         real_save(p, path)
         if p._build.done == 3:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(persistence, "save", stop)
+    monkeypatch.setattr(_saved_state, "save", stop)
     with pytest.raises(KeyboardInterrupt):
         prop.build_graph(circuit, seed_parameters=x, checkpoint=tmp_path / "ck", checkpoint_every=0)
-    monkeypatch.setattr(persistence, "save", real_save)
+    monkeypatch.setattr(_saved_state, "save", real_save)
     return monoprop.load(tmp_path / "ck"), circuit, x
 
 

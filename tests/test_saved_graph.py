@@ -9,7 +9,7 @@ import pytest
 from optuna.trial import TrialState
 from test_optimize_objective import Problem
 
-from monoprop import Circuit, persistence
+from monoprop import Circuit, _saved_state
 from monoprop.optimize import load_or_build, minimize, run_study
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -53,17 +53,17 @@ def test_an_unfinished_build_is_finished_and_another_circuit_refused(tmp_path, m
     problem = Problem("pauli", 4, num_gates=8)
     circuit = Circuit(problem.gates, problem.n)
     builds = Builds(problem)
-    real_save = persistence.save
+    real_save = _saved_state.save
 
     def die_after_two(prop, path):  # the worker is killed after its second checkpoint
         real_save(prop, path)
         if prop._build.done == 2:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(persistence, "save", die_after_two)
+    monkeypatch.setattr(_saved_state, "save", die_after_two)
     with pytest.raises(KeyboardInterrupt):
         load_or_build(tmp_path / "g", builds, circuit, checkpoint_every=0)
-    monkeypatch.setattr(persistence, "save", real_save)
+    monkeypatch.setattr(_saved_state, "save", real_save)
     finished = load_or_build(tmp_path / "g", builds, circuit)
     assert builds.count == 1  # finished from the checkpoint, not rebuilt
     whole = problem.propagator()

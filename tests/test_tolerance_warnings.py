@@ -29,7 +29,7 @@ from monoprop import (
     PauliOperator,
     PauliPropagator,
     ToleranceWarning,
-    persistence,
+    _saved_state,
 )
 
 FAMILIES = ["pauli", "majorana"]
@@ -162,18 +162,18 @@ def test_a_checkpointed_build_warns_once_and_its_resume_not_again(tmp_path, monk
     prop = propagator("pauli", lower_atol=1e-3)
     prop.build_graph(Circuit(gates("pauli"), 2), seed_parameters=SEED)
     extension = Circuit(gates("pauli") * 2, 2)  # six layers, each a piece
-    real_save = persistence.save
+    real_save = _saved_state.save
 
     def stop_after_two(p, path):
         real_save(p, path)
         if p._build.done == 2:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(persistence, "save", stop_after_two)
+    monkeypatch.setattr(_saved_state, "save", stop_after_two)
     with tolerance_warnings() as said, pytest.raises(KeyboardInterrupt):
         prop.build_graph(extension, checkpoint=tmp_path / "ck", checkpoint_every=0)
     assert len(said) == 1 and "ignores lower_atol=0.001" in said[0], said
-    monkeypatch.setattr(persistence, "save", real_save)
+    monkeypatch.setattr(_saved_state, "save", real_save)
     assert not prop._build.finished
     with tolerance_warnings() as said:
         prop.build_graph(extension, resume=True)  # four layers still to build

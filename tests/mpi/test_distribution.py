@@ -584,7 +584,7 @@ def test_a_checkpointed_build_resumes_across_ranks(tmp_path, monkeypatch):
     """Stopped on every rank after its third checkpoint, loaded on the same ranks and resumed,
     the build ends bitwise as an uninterrupted one."""
     import monoprop
-    from monoprop import persistence
+    from monoprop import _saved_state
 
     folder = shared_folder(WORLD, tmp_path)
     family, config, _ = CASES["pauli-noise"]
@@ -592,19 +592,19 @@ def test_a_checkpointed_build_resumes_across_ranks(tmp_path, monkeypatch):
     whole = make(family, observable, occupied, WORLD, **config)
     whole.build_graph(circuit, seed_parameters=theta)
     stopped = make(family, observable, occupied, WORLD, **config)
-    real_save = persistence.save
+    real_save = _saved_state.save
 
     def stop_after_three(prop, path):
         real_save(prop, path)
         if prop._build.done == 3:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(persistence, "save", stop_after_three)
+    monkeypatch.setattr(_saved_state, "save", stop_after_three)
     with pytest.raises(KeyboardInterrupt):
         stopped.build_graph(
             circuit, seed_parameters=theta, checkpoint=folder / "ck", checkpoint_every=0
         )
-    monkeypatch.setattr(persistence, "save", real_save)
+    monkeypatch.setattr(_saved_state, "save", real_save)
     resumed = monoprop.load(folder / "ck", comm=WORLD)
     resumed.build_graph(circuit, seed_parameters=theta, resume=True)
     same_replay(whole, resumed, theta)
