@@ -4,7 +4,6 @@ monoprop.encoding, on exact values."""
 import itertools
 
 import numpy as np
-import pytest
 
 import monoprop
 from monoprop.encoding import (
@@ -20,23 +19,7 @@ from monoprop.utils import jordan_wigner_basis_change as jordan_wigner_basis_cha
 
 
 class TestJordanWignerBasisChange:
-    def test_small(self):
-        assert jordan_wigner_basis_change(1) == [[0], [1]]
-        assert jordan_wigner_basis_change(0) == []
-
-    def test_entries(self):
-        basis = jordan_wigner_basis_change(4)
-        assert len(basis) == 8
-        for i in range(4):
-            assert basis[2 * i] == [*range(2 * i), 2 * i]
-            assert basis[2 * i + 1] == [*range(2 * i), 2 * i + 1]
-
-    def test_size_rule(self):
-        with pytest.raises(ValueError, match="non-negative"):
-            jordan_wigner_basis_change(-1)
-        with pytest.raises(TypeError, match="must be an integer"):
-            jordan_wigner_basis_change(1.5)
-
+    # Its values and size rule: tests/test_utils.py.
     def test_public_import_paths(self):
         assert monoprop.jordan_wigner_basis_change is jordan_wigner_basis_change
         assert jordan_wigner_basis_change_old_path is jordan_wigner_basis_change

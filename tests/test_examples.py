@@ -25,7 +25,14 @@ def _in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run_example(name: str, *args: str) -> str:
     """stdout of ``python examples/<name> *args`` in the working directory; fails on an error."""
-    run = subprocess.run(
+    run = launch_example(name, *args)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def launch_example(name: str, *args: str) -> subprocess.CompletedProcess:
+    """``python examples/<name> *args`` in the working directory, as it ended."""
+    return subprocess.run(
         [sys.executable, str(EXAMPLES / name), *args],
         capture_output=True,
         text=True,
@@ -40,8 +47,6 @@ def run_example(name: str, *args: str) -> str:
             "OMP_NUM_THREADS": "1",
         },
     )
-    assert run.returncode == 0, run.stderr
-    return run.stdout
 
 
 def tfim_graph_counts(n: int, layers: int) -> tuple[int, int]:
@@ -264,17 +269,6 @@ def test_distributed_runs_as_one_process_and_matches_the_dense_state() -> None:
 def test_distributed_stops_at_its_memory_limit() -> None:
     # 60 MB is about what Python, numpy and monoprop take before the build (which needs some
     # 75 MB more): the example is refused either at construction or during the build.
-    run = subprocess.run(
-        [sys.executable, str(EXAMPLES / "distributed.py"), "--memory-limit", "60M"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={
-            **os.environ,
-            "PYTHONPATH": str(Path(monoprop.__file__).parents[1]),
-            "monoprop_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1",
-        },
-    )
+    run = launch_example("distributed.py", "--memory-limit", "60M")
     assert run.returncode == 1, run.stdout + run.stderr
     assert re.search(r"^refused: .*memory budget of 60\.0 MB", run.stdout, re.MULTILINE), run.stdout
