@@ -411,7 +411,7 @@ class Propagator final : public MonomialPropagator {
   double* spread_adjoint(int s) const;
   // Handover of the entries that reach into another shard (replay.h).
   bool hand_over_layer(int t, Team& team, std::size_t l, double* const* c, std::size_t stride) const;
-  void take_back_layer(int t, Team& team, std::size_t l, double* const* c, std::size_t stride) const;
+  void take_back_layer(int t, Team& team, std::size_t l, double* const* c, std::size_t stride, bool remote_next) const;
   double* const* handover_row(int s, std::vector<double*>& via) const;
   void replay_back(int t, Team& team, double* const* state, const double* theta, double pare, const std::int32_t* lp,
                    std::vector<std::vector<double>>& dphi) const;

@@ -73,7 +73,7 @@ void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const doub
     if (const RemoteLayer& remote = remote_[l]; !remote.empty())
       remote_step(t, team, remote, cs, sn, c, 1, ours_.data() + remote.offset, theirs_.data() + remote.offset, pare);
     team.sync(t);
-    if (handed) take_back_layer(t, team, l, c, 1);
+    if (handed) take_back_layer(t, team, l, c, 1, l + 1 < layers_.size() && !remote_[l + 1].empty());
     interrupts_.poll(t == 0, layer_work(l));
   }
 }
@@ -108,16 +108,20 @@ bool Propagator<A, W, I>::hand_over_layer(int t, Team& team, std::size_t l, doub
 }
 
 // After the layer (and the barrier that ends it): each shard's owner copies
-// its partners' results back from the other shards' handover buffers.
+// its partners' results back from the other shards' handover buffers. The
+// next layer's own entries touch only their shard, but its remote entries
+// (MPI) are shared among the threads by count, whatever their shard: before
+// such a layer (`remote_next`) the team meets once more.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::take_back_layer(int t, Team& team, std::size_t l, double* const* c,
-                                          std::size_t stride) const {
+void Propagator<A, W, I>::take_back_layer(int t, Team& team, std::size_t l, double* const* c, std::size_t stride,
+                                          bool remote_next) const {
   const auto T = shards_.size();
   team.each(t, [&](int s) {
     for (std::size_t o = 0; o < T; ++o)
       if (o != static_cast<std::size_t>(s))
         take_back(shards_[o].graph[l], s, c[s], stride, handover_[o * T + static_cast<std::size_t>(s)].data());
   });
+  if (remote_next) team.sync(t);
 }
 
 // The handover buffers shard s's parts rotate against, by partner shard
@@ -439,7 +443,7 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, double* const* state, c
                        swap_.data(), pare, at.data());
     }
     team.sync(t);
-    if (handed) take_back_layer(t, team, l, state, 2);
+    if (handed) take_back_layer(t, team, l, state, 2, l > 0 && !remote_[l - 1].empty());
     interrupts_.poll(t == 0, layer_work(l));
   }
 }
