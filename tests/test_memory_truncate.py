@@ -102,7 +102,7 @@ def test_a_thinned_run_is_the_truncating_reference_with_its_recorded_thresholds(
         PauliOperator(observable, n),
         [],
         cutoff=n,
-        memory_limit=resident_bytes() + 8 * 2**20,
+        memory_limit=resident_bytes() + 16 * 2**20,
         on_memory_limit="truncate",
     )
     assert prop.on_memory_limit == "truncate"
