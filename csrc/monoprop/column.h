@@ -88,6 +88,12 @@ class Column {
     std::fill(data_ + std::min(size_, n), data_ + n, fill);
     size_ = n;
   }
+  // Grows to n elements without writing the new ones: for a caller that
+  // writes each of them before anything reads it.
+  void extend(std::size_t n) {
+    reserve(n);
+    size_ = std::max(size_, n);
+  }
   void assign(std::size_t n, T fill) {
     size_ = 0;
     resize(n, fill);

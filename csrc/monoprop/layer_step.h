@@ -174,7 +174,14 @@ void Propagator<A, W, I>::append_births(int s, const LayerPlan& plan, Column<dou
     }
   }
   me.keys.index_appended(first, [&](std::size_t slot) { return hashes[slot - first]; });
-  if (values) values->resize(me.keys.size(), 0.0);
+  if (values) {
+    // The coefficient of a birth that a shard of this rank asked for is
+    // written first by the asker's settle_part(): zeroing it here would pull
+    // the asker's cache lines into this thread's cache only to hand them back
+    // modified. Those other ranks asked for start at 0 (their entries add in).
+    values->extend(first + me.births.size());
+    values->resize(me.keys.size(), 0.0);
+  }
 }
 
 // The asking side: applies and records the rotations shard s asked for (in
@@ -249,6 +256,7 @@ void Propagator<A, W, I>::settle_part(int s, std::size_t o, const std::vector<Qu
     if (values) {
       double& x = own[q.a];
       double& y = other[q.b];
+      if (q.answer == Answer::Born) y = 0.0;  // see append_births
       if (is_half) {
         rotation::receive(x, y, plan.cs, plan.sn, q.sign);
       } else {

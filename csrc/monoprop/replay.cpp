@@ -52,14 +52,20 @@ void for_each_part_entry(const ShardLayer& layer, const Part& part, bool handed,
 }
 
 // The partner slots of a part's entries, in the order for_each_part_entry
-// walks them: f(k, b) for the k-th.
-template <typename F>
-void for_each_partner(const ShardLayer& layer, const Part& part, F&& f) {
-  std::uint32_t k = 0;
-  for (std::uint32_t i = 0; i < part.births.count; ++i) f(k++, part.births.base + i);
+// walks them: f(b) for each. The pairs' and halves' partners are
+// scattered: prefetch(b) is called kAhead entries before f.
+template <typename Prefetch, typename F>
+void for_each_partner(const ShardLayer& layer, const Part& part, Prefetch&& prefetch, F&& f) {
+  constexpr std::uint32_t kAhead = 16;
+  for (std::uint32_t i = 0; i < part.births.count; ++i) f(part.births.base + i);
   for (const Section* section : {&part.pairs, &part.halves}) {
     const SectionReader reader(layer, *section);
-    for (std::uint32_t i = 0; i < section->count; ++i) f(k++, reader.partner(i));
+    const std::uint32_t n = section->count;
+    for (std::uint32_t i = 0; i < std::min(kAhead, n); ++i) prefetch(reader.partner(i));
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (i + kAhead < n) prefetch(reader.partner(i + kAhead));
+      f(reader.partner(i));
+    }
   }
 }
 
@@ -355,17 +361,19 @@ double adjoint_layer(const ShardLayer& layer, const Turn& turn, double* const* s
 }
 
 void hand_over(const ShardLayer& layer, int shard, const double* c, std::size_t stride, double* via) {
+  auto prefetch = [&](std::uint32_t b) { __builtin_prefetch(c + stride * b); };
   for (const Part& part : layer.parts)
     if (static_cast<int>(part.shard) == shard)
-      for_each_partner(layer, part, [&](std::uint32_t, std::uint32_t b) {
+      for_each_partner(layer, part, prefetch, [&](std::uint32_t b) {
         for (std::size_t j = 0; j < stride; ++j) *via++ = c[stride * b + j];
       });
 }
 
 void take_back(const ShardLayer& layer, int shard, double* c, std::size_t stride, const double* via) {
+  auto prefetch = [&](std::uint32_t b) { __builtin_prefetch(c + stride * b, 1); };
   for (const Part& part : layer.parts)
     if (static_cast<int>(part.shard) == shard)
-      for_each_partner(layer, part, [&](std::uint32_t, std::uint32_t b) {
+      for_each_partner(layer, part, prefetch, [&](std::uint32_t b) {
         for (std::size_t j = 0; j < stride; ++j) c[stride * b + j] = *via++;
       });
 }

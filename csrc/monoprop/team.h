@@ -17,15 +17,65 @@
 // that a fast thread raising it in the next phase cannot be seen by a slow one
 // still checking the previous barrier. After the region the failure of the
 // lowest-numbered thread is rethrown (deterministic, whatever the timing).
+//
+// The barrier is the team's own rather than OpenMP's: a replay meets at one
+// or two barriers per layer, thousands of times a call when the layers are
+// small, and OpenMP's barrier costs a microsecond or more where a count on
+// one cache line costs a fraction of that.
 #pragma once
 
 #include <omp.h>
 
 #include <atomic>
 #include <exception>
+#include <thread>
 #include <vector>
 
 namespace monoprop {
+
+// A sense-reversing barrier: each arriving thread counts down; the last one
+// resets the count and advances the phase, which the others wait on. A waiter
+// spins a while (a barrier between balanced phases opens within
+// microseconds), then sleeps until the phase moves, so that a team with more
+// threads than cores, or on a busy machine, leaves the cores to the threads
+// that still work. (OpenMP's barrier does the same; OMP_WAIT_POLICY does not
+// reach this one.)
+class Barrier {
+ public:
+  explicit Barrier(int size)
+      : size_(size),
+        spins_(static_cast<unsigned>(size) > std::thread::hardware_concurrency() ? 64 : 1u << 12),
+        waiting_(size) {}
+
+  void wait() {
+    const unsigned phase = phase_.load(std::memory_order_relaxed);
+    if (waiting_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      waiting_.store(size_, std::memory_order_relaxed);
+      phase_.store(phase + 1, std::memory_order_release);
+      phase_.notify_all();  // no system call unless a thread sleeps
+      return;
+    }
+    for (unsigned spin = 0; spin < spins_; ++spin) {
+      if (phase_.load(std::memory_order_acquire) != phase) return;
+      relax();
+    }
+    phase_.wait(phase, std::memory_order_acquire);
+  }
+
+ private:
+  static void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
+
+  const int size_;
+  const unsigned spins_;  // tens of microseconds; a few when the team has more threads than cores
+  alignas(64) std::atomic<int> waiting_;
+  alignas(64) std::atomic<unsigned> phase_{0};
+};
 
 class Team {
  public:
@@ -57,7 +107,7 @@ class Team {
   // A barrier of the whole team; leaves the body when a thread has failed.
   void sync(int t) {
     if (size_ == 1) return;
-#pragma omp barrier
+    barrier_.wait();
     if (failed_[epoch_[t].value++ & 1].load(std::memory_order_relaxed)) throw Abandoned{};
   }
 
@@ -67,7 +117,7 @@ class Team {
     unsigned value = 0;
   };
 
-  Team(int size, int shards) : size_(size), shards_(shards), errors_(size), epoch_(size) {}
+  Team(int size, int shards) : size_(size), shards_(shards), barrier_(size), errors_(size), epoch_(size) {}
 
   template <typename Body>
   void member(int t, Body& body) {
@@ -78,7 +128,7 @@ class Team {
     } catch (...) {
       errors_[t] = std::current_exception();
       failed_[epoch_[t].value & 1].store(true, std::memory_order_relaxed);
-#pragma omp barrier
+      barrier_.wait();
     }
   }
 
@@ -88,6 +138,7 @@ class Team {
   }
 
   int size_, shards_;
+  Barrier barrier_;
   std::atomic<bool> failed_[2] = {false, false};
   std::vector<std::exception_ptr> errors_;
   std::vector<Epoch> epoch_;
