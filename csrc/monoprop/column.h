@@ -78,6 +78,9 @@ class Column {
     if (size_ == capacity_) reserve(size_ + 1);
     data_[size_++] = value;
   }
+  // push_back where reserve() made room already: no check, and no call that
+  // would make a hot loop reload what it holds in registers.
+  void push_reserved(const T& value) { data_[size_++] = value; }
   void append(const T* values, std::size_t n) {
     reserve(size_ + n);
     if (n) std::memcpy(static_cast<void*>(data_ + size_), values, n * sizeof(T));

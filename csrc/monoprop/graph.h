@@ -119,9 +119,10 @@ class SectionWriter {
     p_ = partners_.data();
   }
 
-  void cos(std::uint32_t a) { varint(gap(a)); }
-  void birth(std::uint32_t a, int sign) { varint(std::uint64_t{gap(a)} << 1 | (sign < 0)); }
-  void pair(std::uint32_t a, std::uint32_t b, int sign) {
+  // Inlined into the loops of a build, once per entry; growing is the rare call.
+  [[gnu::always_inline]] void cos(std::uint32_t a) { varint(gap(a)); }
+  [[gnu::always_inline]] void birth(std::uint32_t a, int sign) { varint(std::uint64_t{gap(a)} << 1 | (sign < 0)); }
+  [[gnu::always_inline]] void pair(std::uint32_t a, std::uint32_t b, int sign) {
     birth(a, sign);
     if (partners_.end() - p_ < 4) p_ = grow(partners_, p_);
     for (int k = 0; k < width_; ++k) *p_++ = static_cast<std::uint8_t>(b >> (8 * k));
@@ -149,7 +150,7 @@ class SectionWriter {
   }
 
  private:
-  std::uint32_t gap(std::uint32_t a) {
+  [[gnu::always_inline]] std::uint32_t gap(std::uint32_t a) {
     if (gaps_.end() - g_ < 5) g_ = grow(gaps_, g_);  // a varint takes at most 5 bytes here
     const std::uint32_t g = a - previous_;
     previous_ = a;
@@ -161,7 +162,7 @@ class SectionWriter {
     *g_++ = static_cast<std::uint8_t>(v);
   }
   // Enlarges a buffer written up to `at`; returns where writing goes on.
-  static std::uint8_t* grow(Column<std::uint8_t>& buffer, std::uint8_t* at) {
+  [[gnu::noinline, gnu::cold]] static std::uint8_t* grow(Column<std::uint8_t>& buffer, std::uint8_t* at) {
     const auto used = static_cast<std::size_t>(at - buffer.data());
     buffer.resize(std::max<std::size_t>(64, 2 * buffer.size()));
     return buffer.data() + used;

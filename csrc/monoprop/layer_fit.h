@@ -172,7 +172,7 @@ void Propagator<A, W, I>::drop_births(const LayerPlan& plan, Column<double>** va
       if (plan.track) me.moved.push_back(std::abs(plan.sn * c[a]));
       c[a] *= plan.cs;
     }
-    if (plan.record || plan.track) me.quiet.insert(me.quiet.end(), dropped.begin(), dropped.end());
+    if (plan.record || plan.track) me.quiet.append(dropped.data(), dropped.size());
   }
   for (std::size_t o = 0; o < shards; ++o) {
     Shard& owner = shards_[o];

@@ -37,8 +37,12 @@ template <typename A, int W, typename I>
 void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
   const std::size_t n = me.keys.size();
+  // A term is quiet at most once a layer: room for every term, of which only
+  // the pages written become resident (column.h).
   me.quiet.clear();
   me.moved.clear();
+  if (plan.record || plan.track) me.quiet.reserve(n);
+  if (plan.track) me.moved.reserve(n);
   for (auto& out : me.outbox) out.clear();
   for (auto& out : me.late) out.clear();
   for (auto& out : me.remote_out) out.clear();
@@ -112,9 +116,9 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
 // in settle() unless a lookup finds it).
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::quiet(Shard& me, double* c, std::uint32_t i, double cs, double sn, bool record, bool track) {
-  if (track) me.moved.push_back(std::abs(sn * c[i]));
+  if (track) me.moved.push_reserved(std::abs(sn * c[i]));
   if (c) c[i] *= cs;
-  if (record || track) me.quiet.push_back(i);
+  if (record || track) me.quiet.push_reserved(i);
 }
 
 // The batch's active terms build their partners and test them against the

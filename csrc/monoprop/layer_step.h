@@ -199,21 +199,19 @@ void Propagator<A, W, I>::settle(int s, const LayerPlan& plan, Column<double>** 
     SectionWriter& cos = me.writers[0];
     cos.start();
     // A tracked quiet term that no lookup found drops its sine branch: the
-    // bound adds |sn * c| and the estimate its square, in the scan's order.
-    double sum = 0.0, squares = 0.0;
+    // bound adds |sn * c| and the estimate its square. One that a lookup
+    // found drops nothing: its weight becomes 0 before the sums.
+    const bool track = plan.track;
     for (std::size_t k = 0; k < me.quiet.size(); ++k) {
       const std::uint32_t a = me.quiet[k];
       if (me.flags.test(a, TermFlags::kMarked)) {
         me.flags.clear(a);
+        if (track) me.moved[k] = 0.0;
         continue;
       }
       if (record) cos.cos(a);
-      if (plan.track) {
-        sum += me.moved[k];
-        squares += me.moved[k] * me.moved[k];
-      }
     }
-    me.dropped += Dropped{sum, squares};
+    if (track) me.dropped += Dropped::of(me.moved.data(), me.moved.size());
     if (record) cos.append_to(me.staging, layer.cos);
   }
   for (std::size_t o = 0; o < shards_.size(); ++o) {  // the lookups of each round make a part

@@ -226,8 +226,8 @@ class Propagator final : public MonomialPropagator {
     Column<double> work;     // coefficients of a build at its seed
     // Scratch of the layer being applied.
     TermFlags flags;
-    std::vector<std::uint32_t> quiet;            // anticommuting but not asking, ascending
-    std::vector<double> moved;                   // tracked: |sn * c| of each quiet term, before scaling
+    Column<std::uint32_t> quiet;                 // anticommuting but not asking, ascending
+    Column<double> moved;                        // tracked: |sn * c| of each quiet term, before scaling
     Dropped dropped;                             // what propagate dropped on this shard so far
     SectionWriter writers[4];                    // cos, births, pairs, halves of the part being recorded
     std::vector<std::uint8_t> staging;           // the bytes of the layer being recorded
@@ -249,8 +249,8 @@ class Propagator final : public MonomialPropagator {
     void release_scratch() {
       work.release();
       flags.release();
-      give_back(quiet);
-      give_back(moved);
+      quiet.release();
+      moved.release();
       give_back(births);
       give_back(staging);
       give_back(birth_hashes);

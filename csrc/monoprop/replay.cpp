@@ -99,7 +99,14 @@ class Keeper {
   // after every debt it writes.
   Keeper(ReplayTape* tape, unsigned shrink) : tape_(tape), debt_(tape ? tape->debt.data() : nullptr), shrink_(shrink) {}
 
-  void begin_forward() { tape_->starts.push_back(tape_->inputs.size()); }
+  // Before a layer that keeps at most `most` inputs: room for them, so that
+  // keep() is two plain stores (a call that grows the tape would make the
+  // sweep reload what it holds in registers after every scaling).
+  void begin_forward(std::size_t most) {
+    tape_->starts.push_back(tape_->inputs.size());
+    tape_->inputs.reserve(tape_->inputs.size() + most);
+    tape_->owed.reserve(tape_->owed.size() + most);
+  }
   // Slot a, holding x, is about to be scaled.
   [[gnu::always_inline]] void scaled(std::uint32_t a, double x) {
     std::uint8_t& debt = debt_[a];
@@ -112,8 +119,8 @@ class Keeper {
     debt = 0;
   }
   void keep(double x, std::uint8_t owed = 0) {
-    tape_->inputs.push_back(x);
-    tape_->owed.push_back(owed);
+    tape_->inputs.push_reserved(x);
+    tape_->owed.push_reserved(owed);
   }
 
   void begin_reverse() {
@@ -205,7 +212,8 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
              Dropped* dropped, double* const* handover) {
   double* own = c[self];
   Keeper keeper(tape, ReplayTape::shrink(cs));
-  if constexpr (Kept) keeper.begin_forward();
+  // Every scaling (cos entries, halves) may keep its input, a pared pair both of its own.
+  if constexpr (Kept) keeper.begin_forward(layer.cos.count + 2 * layer.n_rotations());
   DropSum sum;  // the inputs of the dropped branches, scaled by sn once the layer is done
   auto drop = [&](double x) {
     if constexpr (Bound) sum.add(x);
@@ -431,7 +439,7 @@ void FlatGraph::sweep(std::size_t l, double cs, double sn, double* const* c, Rep
     const Span end = spans_[l * shards_ + s];
     double* own = c[s];
     Keeper keeper(kept ? tapes[s] : nullptr, shrink);
-    if (kept) keeper.begin_forward();
+    if (kept) keeper.begin_forward(end.cos_end - at.cos_end + end.rotations_end - at.rotations_end);
     if constexpr (Bound) {
       // Four entries at a time, each into its own lane (DropSum), in registers.
       V2 l0 = {}, l1 = {}, l2 = {}, l3 = {};

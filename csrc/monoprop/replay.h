@@ -78,6 +78,24 @@ struct ReplayTape {
 // Dropped, which the caller folds in ascending shard order.
 struct Dropped {
   double sum = 0.0, squares = 0.0;
+
+  // The sums over weights |sn * c| >= 0, in four interleaved lanes so that
+  // the adds do not wait on one another (one chain costs an add's latency per
+  // weight); the lanes fold in a fixed order, so the sums are reproducible.
+  static Dropped of(const double* weights, std::size_t n) {
+    double sum[4] = {}, squares[4] = {};
+    std::size_t k = 0;
+    for (; k + 4 <= n; k += 4)
+      for (int j = 0; j < 4; ++j) {
+        sum[j] += weights[k + j];
+        squares[j] += weights[k + j] * weights[k + j];
+      }
+    for (; k < n; ++k) {
+      sum[0] += weights[k];
+      squares[0] += weights[k] * weights[k];
+    }
+    return {(sum[0] + sum[1]) + (sum[2] + sum[3]), (squares[0] + squares[1]) + (squares[2] + squares[3])};
+  }
   Dropped& operator+=(const Dropped& other) {
     sum += other.sum;
     squares += other.squares;
