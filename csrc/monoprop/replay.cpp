@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "rotation.h"
 
@@ -13,10 +14,14 @@ using namespace rotation;
 // order, with s = +-1. Counted: b is first + k for the k-th entry (a birth's
 // slot, or a place in a handover buffer); else b comes from the partner
 // stream, and prefetch(b) is called kAhead entries before the entry (the
-// partners are scattered; a ascends, which the hardware follows).
+// partners are scattered; a ascends, which the hardware follows). Where
+// apply returns a value (the reverse sweep's d f along the layer), adds them
+// to `sum` in entry order and returns it: a local here stays in a register,
+// where a sum that the lambda added to by reference would take a store and a
+// load per entry (the entries' double stores may alias it).
 template <bool Counted, typename Prefetch, typename Apply>
-void for_each_entry(const ShardLayer& layer, const Section& section, std::uint32_t first, Prefetch&& prefetch,
-                    Apply&& apply) {
+double for_each_entry(const ShardLayer& layer, const Section& section, std::uint32_t first, Prefetch&& prefetch,
+                      Apply&& apply, double sum = 0.0) {
   constexpr std::uint32_t kAhead = 16;
   static constexpr double kSign[2] = {1.0, -1.0};
   const std::uint32_t n = section.count;
@@ -28,27 +33,31 @@ void for_each_entry(const ShardLayer& layer, const Section& section, std::uint32
     if (!Counted && k + kAhead < n) prefetch(partner(k + kAhead));
     bool negative;
     const std::uint32_t a = reader.next(negative);
-    apply(a, partner(k), kSign[negative]);
+    if constexpr (std::is_void_v<std::invoke_result_t<Apply&, std::uint32_t, std::uint32_t, double>>)
+      apply(a, partner(k), kSign[negative]);
+    else
+      sum += apply(a, partner(k), kSign[negative]);
   }
+  return sum;
 }
 
 // Calls pair(a, b, s) for a part's births and pairs and half(a, b, s) for
-// its halves, in that order. With `handed`, b is the entry's place in the
-// part's handover buffer (hand_over) instead of its slot.
+// its halves, in that order, adding what they return to `sum` as
+// for_each_entry does. With `handed`, b is the entry's place in the part's
+// handover buffer (hand_over) instead of its slot.
 template <typename Prefetch, typename Pair, typename Half>
-void for_each_part_entry(const ShardLayer& layer, const Part& part, bool handed, Prefetch&& prefetch, Pair&& pair,
-                         Half&& half) {
+double for_each_part_entry(const ShardLayer& layer, const Part& part, bool handed, Prefetch&& prefetch, Pair&& pair,
+                           Half&& half, double sum = 0.0) {
   if (handed) {
     auto none = [](std::uint32_t) {};
     const std::uint32_t births = part.births.count, pairs = part.pairs.count;
-    for_each_entry<true>(layer, part.births, 0, none, pair);
-    for_each_entry<true>(layer, part.pairs, births, none, pair);
-    for_each_entry<true>(layer, part.halves, births + pairs, none, half);
-    return;
+    sum = for_each_entry<true>(layer, part.births, 0, none, pair, sum);
+    sum = for_each_entry<true>(layer, part.pairs, births, none, pair, sum);
+    return for_each_entry<true>(layer, part.halves, births + pairs, none, half, sum);
   }
-  for_each_entry<true>(layer, part.births, part.births.base, prefetch, pair);
-  for_each_entry<false>(layer, part.pairs, 0, prefetch, pair);
-  for_each_entry<false>(layer, part.halves, 0, prefetch, half);
+  sum = for_each_entry<true>(layer, part.births, part.births.base, prefetch, pair, sum);
+  sum = for_each_entry<false>(layer, part.pairs, 0, prefetch, pair, sum);
+  return for_each_entry<false>(layer, part.halves, 0, prefetch, half, sum);
 }
 
 // The partner slots of a part's entries, in the order for_each_part_entry
@@ -294,18 +303,28 @@ double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, 
     else
       return x[0] * inverse_cs;
   };
-  // The cos entries' sum runs in a variable no lambda refers to, so that it
-  // stays in a register: the debts' byte stores could otherwise alias it.
-  double d = 0.0, d_pairs = 0.0;
+  // The cos entries' sum runs in four lanes (one chain of adds would cost an
+  // add's latency per entry), folded in a fixed order, in variables no lambda
+  // refers to, so that they stay in registers: the debts' byte stores could
+  // otherwise alias them.
+  double d = 0.0, d_parts = 0.0;
   {
     SectionReader reader(layer, layer.cos);
-    double sum = 0.0;
-    for (std::uint32_t k = 0; k < layer.cos.count; ++k) {
+    auto unscaled = [&] {
       const std::uint32_t a = reader.cos();
       double* x = own + 2 * std::size_t{a};
-      sum += unscale(x, input(a, x), cs, dcs);
+      return unscale(x, input(a, x), cs, dcs);
+    };
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    std::uint32_t k = 0;
+    for (; k + 4 <= layer.cos.count; k += 4) {
+      s0 += unscaled();
+      s1 += unscaled();
+      s2 += unscaled();
+      s3 += unscaled();
     }
-    d = sum;
+    for (; k < layer.cos.count; ++k) s0 += unscaled();
+    d = (s0 + s1) + (s2 + s3);
   }
   std::size_t cursor = Pared ? tape->cursor : 0;
   for (const Part& part : layer.parts) {
@@ -318,23 +337,19 @@ double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, 
       if (Pared && tape->flags[cursor++]) {
         const double cx = Kept ? keeper.kept() : x[0] * inverse_cs;
         const double cy = Kept ? keeper.kept() : y[0] * inverse_cs;
-        d += unscale(x, cx, cs, dcs) + unscale(y, cy, cs, dcs);
-        return;
+        return unscale(x, cx, cs, dcs) + unscale(y, cy, cs, dcs);
       }
-      d_pairs += rewind(x, y, cs, sn, s);
+      return rewind(x, y, cs, sn, s);
     };
     auto half = [&](std::uint32_t a, std::uint32_t b, double s) {
       double* x = own + 2 * std::size_t{a};
       const double ca = input(a, x);
-      if (Pared && tape->flags[cursor++]) {
-        d += unscale(x, ca, cs, dcs);
-        return;
-      }
-      d += rewind_half(x, other + 2 * std::size_t{b}, ca, cs, sn, s, dcs, dsn);
+      if (Pared && tape->flags[cursor++]) return unscale(x, ca, cs, dcs);
+      return rewind_half(x, other + 2 * std::size_t{b}, ca, cs, sn, s, dcs, dsn);
     };
-    for_each_part_entry(layer, part, via != nullptr, prefetch, pair, half);
+    d_parts = for_each_part_entry(layer, part, via != nullptr, prefetch, pair, half, d_parts);
   }
-  return d + d_pairs;
+  return d + d_parts;
 }
 
 }  // namespace
@@ -498,22 +513,28 @@ void FlatGraph::adjoint(std::size_t l, const Turn& turn, double* const* state, d
     auto input = [&](std::uint32_t a, const double* x) {
       return shrink > 0 ? keeper.input(a, x[0], inverse_cs) : x[0] * inverse_cs;
     };
-    double d = 0.0, d_pairs = 0.0;
-    for (; at.cos_end < end.cos_end; ++at.cos_end) {
-      const std::uint32_t a = cos_[at.cos_end];
+    // The sums of adjoint(): the cos entries in four lanes, the rotations in order.
+    auto unscaled = [&] {
+      const std::uint32_t a = cos_[at.cos_end++];
       double* x = own + 2 * std::size_t{a};
-      d += unscale(x, input(a, x), cs, dcs);
+      return unscale(x, input(a, x), cs, dcs);
+    };
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    while (at.cos_end + 4 <= end.cos_end) {
+      s0 += unscaled();
+      s1 += unscaled();
+      s2 += unscaled();
+      s3 += unscaled();
     }
+    while (at.cos_end < end.cos_end) s0 += unscaled();
+    double d_parts = 0.0;
     for (; at.rotations_end < end.rotations_end; ++at.rotations_end) {
       const Entry& e = rotations_[at.rotations_end];
       double* x = own + 2 * std::size_t{e.a};
       double* y = state[e.other] + 2 * std::size_t{e.b};
-      if (e.half)
-        d += rewind_half(x, y, input(e.a, x), cs, sn, e.sign, dcs, dsn);
-      else
-        d_pairs += rewind(x, y, cs, sn, e.sign);
+      d_parts += e.half ? rewind_half(x, y, input(e.a, x), cs, sn, e.sign, dcs, dsn) : rewind(x, y, cs, sn, e.sign);
     }
-    d_of[s] = d + d_pairs;
+    d_of[s] = (s0 + s1) + (s2 + s3) + d_parts;
   }
 }
 
