@@ -27,7 +27,9 @@
 #include <omp.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <exception>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -38,14 +40,12 @@ namespace monoprop {
 // spins a while (a barrier between balanced phases opens within
 // microseconds), then sleeps until the phase moves, so that a team with more
 // threads than cores, or on a busy machine, leaves the cores to the threads
-// that still work. (OpenMP's barrier does the same; OMP_WAIT_POLICY does not
-// reach this one.)
+// that still work. As with OpenMP's barrier, OMP_WAIT_POLICY=PASSIVE makes
+// waiters sleep at once: for runs that share their cores, such as several
+// MPI ranks on one machine.
 class Barrier {
  public:
-  explicit Barrier(int size)
-      : size_(size),
-        spins_(static_cast<unsigned>(size) > std::thread::hardware_concurrency() ? 64 : 1u << 12),
-        waiting_(size) {}
+  explicit Barrier(int size) : size_(size), spins_(spins(size)), waiting_(size) {}
 
   void wait() {
     const unsigned phase = phase_.load(std::memory_order_relaxed);
@@ -63,6 +63,14 @@ class Barrier {
   }
 
  private:
+  static unsigned spins(int size) {
+    static const bool passive = [] {
+      const char* policy = std::getenv("OMP_WAIT_POLICY");
+      return policy && (std::string_view(policy) == "PASSIVE" || std::string_view(policy) == "passive");
+    }();
+    if (passive) return 0;
+    return static_cast<unsigned>(size) > std::thread::hardware_concurrency() ? 64 : 1u << 12;
+  }
   static void relax() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
