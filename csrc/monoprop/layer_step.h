@@ -211,7 +211,7 @@ void Propagator<A, W, I>::settle(int s, const LayerPlan& plan, Column<double>** 
       }
       if (record) cos.cos(a);
     }
-    if (track) me.dropped += Dropped::of(me.moved.data(), me.moved.size());
+    if (track) me.dropped += DropSum::over(me.moved.data(), me.moved.size()).at(1.0);  // weights are |sn * c| already
     if (record) cos.append_to(me.staging, layer.cos);
   }
   for (std::size_t o = 0; o < shards_.size(); ++o) {  // the lookups of each round make a part

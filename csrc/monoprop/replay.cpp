@@ -156,31 +156,6 @@ class Keeper {
   std::size_t next_ = 0;
 };
 
-// Sums |x| and x^2 of the dropped branches' inputs in four interleaved lanes,
-// so that the adds do not wait on each other (one chain would cost an add's
-// latency, about four cycles, per entry where the sweep itself takes one or
-// two); the lanes fold in a fixed order, so the sums are bitwise reproducible.
-class DropSum {
- public:
-  void add(double x) { add(x, lane_[k_++ & 3]); }
-  // Adds x into a lane of the caller's choice (an unrolled loop keeps its
-  // lanes in registers); lane(k) names them.
-  static void add(double x, V2& lane) {
-    const V2 v = {std::abs(x), x * x};
-    lane += v;
-  }
-  V2& lane(int k) { return lane_[k]; }
-  // What the layer dropped at sin sn.
-  Dropped at(double sn) const {
-    const V2 s = (lane_[0] + lane_[1]) + (lane_[2] + lane_[3]);
-    return {std::abs(sn) * s[0], sn * sn * s[1]};
-  }
-
- private:
-  V2 lane_[4] = {};
-  unsigned k_ = 0;
-};
-
 // for_each_cos with a lane for each entry, four entries at a time, each into
 // its own lane, which the unrolled loop keeps in registers; returns the lanes.
 template <typename Apply>

@@ -14,6 +14,7 @@
 
 #include "column.h"
 #include "graph.h"
+#include "rotation.h"
 
 namespace monoprop {
 
@@ -78,29 +79,54 @@ struct ReplayTape {
 // Dropped, which the caller folds in ascending shard order.
 struct Dropped {
   double sum = 0.0, squares = 0.0;
-
-  // The sums over weights |sn * c| >= 0, in four interleaved lanes so that
-  // the adds do not wait on one another (one chain costs an add's latency per
-  // weight); the lanes fold in a fixed order, so the sums are reproducible.
-  static Dropped of(const double* weights, std::size_t n) {
-    double sum[4] = {}, squares[4] = {};
-    std::size_t k = 0;
-    for (; k + 4 <= n; k += 4)
-      for (int j = 0; j < 4; ++j) {
-        sum[j] += weights[k + j];
-        squares[j] += weights[k + j] * weights[k + j];
-      }
-    for (; k < n; ++k) {
-      sum[0] += weights[k];
-      squares[0] += weights[k] * weights[k];
-    }
-    return {(sum[0] + sum[1]) + (sum[2] + sum[3]), (squares[0] + squares[1]) + (squares[2] + squares[3])};
-  }
   Dropped& operator+=(const Dropped& other) {
     sum += other.sum;
     squares += other.squares;
     return *this;
   }
+};
+
+// Sums |x| and x^2 of the dropped branches' inputs in four interleaved lanes,
+// so that the adds do not wait on each other (one chain would cost an add's
+// latency, about four cycles, per entry where the sweep itself takes one or
+// two); the lanes fold in a fixed order, so the sums are bitwise reproducible.
+class DropSum {
+ public:
+  void add(double x) { add(x, lane_[k_++ & 3]); }
+  // Adds x into a lane of the caller's choice (an unrolled loop keeps its
+  // lanes in registers); lane(k) names them.
+  static void add(double x, rotation::V2& lane) {
+    const rotation::V2 v = {std::abs(x), x * x};
+    lane += v;
+  }
+  rotation::V2& lane(int k) { return lane_[k]; }
+  // The sums over x[0..n), four entries at a time, each into its own lane.
+  static DropSum over(const double* x, std::size_t n) {
+    DropSum sum;
+    rotation::V2 l0 = {}, l1 = {}, l2 = {}, l3 = {};
+    std::size_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+      add(x[k], l0);
+      add(x[k + 1], l1);
+      add(x[k + 2], l2);
+      add(x[k + 3], l3);
+    }
+    for (; k < n; ++k) add(x[k], l0);
+    sum.lane_[0] = l0;
+    sum.lane_[1] = l1;
+    sum.lane_[2] = l2;
+    sum.lane_[3] = l3;
+    return sum;
+  }
+  // What the layer dropped at sin sn.
+  Dropped at(double sn) const {
+    const rotation::V2 s = (lane_[0] + lane_[1]) + (lane_[2] + lane_[3]);
+    return {std::abs(sn) * s[0], sn * sn * s[1]};
+  }
+
+ private:
+  rotation::V2 lane_[4] = {};
+  unsigned k_ = 0;
 };
 
 // Forward at (cos, sin) = (cs, sn). With pare > 0 an entry whose moved weight

@@ -63,13 +63,16 @@ class Barrier {
   }
 
  private:
+  // Read once: a team is made for every operation, thousands a second in an
+  // optimiser's loop.
   static unsigned spins(int size) {
     static const bool passive = [] {
       const char* policy = std::getenv("OMP_WAIT_POLICY");
       return policy && (std::string_view(policy) == "PASSIVE" || std::string_view(policy) == "passive");
     }();
+    static const unsigned cores = std::thread::hardware_concurrency();
     if (passive) return 0;
-    return static_cast<unsigned>(size) > std::thread::hardware_concurrency() ? 64 : 1u << 12;
+    return static_cast<unsigned>(size) > cores ? 64 : 1u << 12;
   }
   static void relax() {
 #if defined(__x86_64__) || defined(__i386__)
