@@ -510,6 +510,16 @@ that would pass it instead of refusing.)doc");
   cls.def("_inject_fault", &MonomialPropagator::inject_fault, py::arg("where"));
   cls.def("_set_small_work", &MonomialPropagator::set_small_work, py::arg("entries"));
   cls.def(
+      "_set_replay_layout",
+      [](MonomialPropagator& self, const std::string& use) {
+        if (use != "never" && use != "paying" && use != "always")
+          throw py::value_error("_set_replay_layout: use is 'never', 'paying' or 'always', not '" + use + "'");
+        using Use = MonomialPropagator::LayoutUse;
+        self.set_replay_layout(use == "never" ? Use::never : use == "always" ? Use::always : Use::paying);
+      },
+      py::arg("use"));
+  cls.def("_replay_blocks", &MonomialPropagator::replay_blocks);
+  cls.def(
       "set_progress",
       [](MonomialPropagator& self, py::object callback) {
         if (callback.is_none()) return self.set_progress(nullptr);

@@ -274,6 +274,12 @@ class MonomialPropagator {
   // entries / 16 a layer, run on the calling thread (team.h); tests set 0 to
   // run every replay on the whole team.
   void set_small_work(std::size_t entries) { small_work_ = entries; }
+  // Test hooks: whether team replays use a layout of their own
+  // (replay_layout.h): never, where it pays (the default), or wherever one
+  // can be made; and how many blocks the current graph's has (0: none).
+  enum class LayoutUse { never, paying, always };
+  void set_replay_layout(LayoutUse use) { layout_use_ = use; }
+  virtual std::size_t replay_blocks() const { return 0; }
 
  protected:
   // `basis_change` (empty, or one image per logical slot), `logical_num_modes`
@@ -364,6 +370,7 @@ class MonomialPropagator {
   mutable std::string invalid_reason_;
   mutable std::string fault_;
   std::size_t small_work_ = std::size_t{1} << 16;
+  LayoutUse layout_use_ = LayoutUse::paying;
 };
 
 // The engine for `config`; the tail describes the caller's basis (by default

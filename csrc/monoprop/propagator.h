@@ -35,6 +35,7 @@
 #include "monomial_propagator.h"
 #include "remote.h"
 #include "replay.h"
+#include "replay_layout.h"
 #include "rotation.h"
 #include "routing.h"
 #include "store.h"
@@ -115,6 +116,10 @@ class Propagator final : public MonomialPropagator {
   std::vector<std::int32_t> layer_gates() const override;
   void set_parameter_mapping(const std::vector<std::int32_t>& per_layer) override;
   MemoryUsage memory() const override;
+  std::size_t replay_blocks() const override {
+    check_valid();
+    return replay_layout() ? layout_.blocks() : 0;
+  }
   std::uint64_t memory_budget() const override { return budget_.limit(); }
   std::vector<std::pair<std::size_t, double>> memory_truncations() const override { return truncations_; }
   SavedState save_state() const override;
@@ -385,14 +390,31 @@ class Propagator final : public MonomialPropagator {
   void rollback(const std::vector<std::size_t>& sizes, std::vector<Column<double>> saved);
 
   // Replays (propagator_replay.h).
+  // The slots a replay's threads own, their graphs and tapes: the shards',
+  // or the blocks of a layout (replay_layout.h).
+  struct ReplayView {
+    std::vector<const Graph*> graphs;
+    std::vector<ReplayTape*> tapes;
+    std::vector<std::size_t> sizes;
+    const ReplayLayout* layout = nullptr;  // null: the shards
+  };
+  // A block of a laid-out replay: what a shard keeps for replays, for the block's slots.
+  struct Block {
+    Column<double> c, state;
+    ReplayTape tape;
+    std::vector<std::pair<std::uint32_t, double>> weights;
+  };
   bool small_replay() const;
-  const FlatGraph* flat_graph(const Team& team, double pare) const;
-  std::vector<ReplayTape*> shard_tapes() const;
+  const ReplayLayout* replay_layout() const;
+  ReplayView replay_view(const ReplayLayout* layout) const;
+  double* replay_start(int s, const ReplayView& view, bool gradient) const;
+  const FlatGraph* flat_graph(const Team& team, double pare, const ReplayView& view) const;
   std::size_t layer_work(std::size_t l) const;
+  void drop_layout() const;
   Turn layer_turn(std::size_t l, const double* theta, const std::int32_t* lp) const;
   // `dropped` (one per shard, or null): a bounded replay (Dropped).
-  void replay(int t, Team& team, double* const* c, const double* theta, double pare, const std::int32_t* lp,
-              bool reverse, Dropped* dropped = nullptr) const;
+  void replay(int t, Team& team, const ReplayView& view, double* const* c, const double* theta, double pare,
+              const std::int32_t* lp, bool reverse, Dropped* dropped = nullptr) const;
   void replay_all(const std::vector<double>& parameters, Dropped* dropped = nullptr) const;
   // The value and, with `dropped` (one per shard), the bounded replay's sums.
   double evaluate(const std::vector<double>& parameters, double pare, const std::vector<std::int32_t>* mapping,
@@ -408,15 +430,18 @@ class Propagator final : public MonomialPropagator {
                            const std::vector<std::int32_t>* mapping, Dropped* total) const;
   // Refuses a bound that cannot be had (only_rotate_len_k; pare on several ranks).
   void check_bounded(double pare) const;
-  double* spread_adjoint(int s) const;
+  double* spread_adjoint(int s, const ReplayView& view) const;
   // Handover of the entries that reach into another shard (replay.h).
-  bool hand_over_layer(int t, Team& team, std::size_t l, double* const* c, std::size_t stride) const;
-  void take_back_layer(int t, Team& team, std::size_t l, double* const* c, std::size_t stride, bool remote_next) const;
+  bool hand_over_layer(int t, Team& team, const ReplayView& view, std::size_t l, double* const* c,
+                       std::size_t stride) const;
+  void take_back_layer(int t, Team& team, const ReplayView& view, std::size_t l, double* const* c, std::size_t stride,
+                       bool remote_next) const;
   double* const* handover_row(int s, std::vector<double*>& via) const;
-  void replay_back(int t, Team& team, double* const* state, const double* theta, double pare, const std::int32_t* lp,
-                   std::vector<std::vector<double>>& dphi) const;
-  double weighted_sum(int s, const double* c, std::size_t stride) const;
+  void replay_back(int t, Team& team, const ReplayView& view, double* const* state, const double* theta, double pare,
+                   const std::int32_t* lp, std::vector<std::vector<double>>& dphi) const;
+  double weighted_sum(int s, const ReplayView& view, const double* c) const;
   const std::vector<std::pair<std::uint32_t, double>>& weights(int s) const;
+  const std::vector<std::pair<std::uint32_t, double>>& weights(int s, const ReplayView& view) const;
   // A remote layer forward (exchanging inputs) and backwards (exchanging
   // lambdas); `ours` and `theirs` hold both sides' inputs.
   void remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* c,
@@ -451,6 +476,11 @@ class Propagator final : public MonomialPropagator {
   mutable std::vector<Column<double>> handover_;      // [o * T + s]: shard o's part toward shard s
   mutable FlatGraph flat_;                            // a small graph spelled out, of generation flat_generation_
   mutable std::uint64_t flat_generation_ = 0;
+  mutable bool flat_laid_out_ = false;  // spelled out from the layout's blocks
+  mutable ReplayLayout layout_;         // of generation layout_generation_, if one pays
+  mutable std::optional<std::uint64_t> layout_generation_;
+  mutable LayoutUse layout_made_for_ = LayoutUse::paying;  // layout_use_ when layout_ was made
+  mutable std::vector<Block> blocks_;                      // by block of layout_
   mutable bool routing_reported_ = false;
   double core_ = 0.0;  // Heisenberg identity term, kept apart
   // What the operand dropped before the graph starts (propagate, an in-place

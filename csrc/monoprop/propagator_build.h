@@ -249,6 +249,7 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
     check_circuit_rates(circuit, *seed, new_shift);
     check_rates(seed->data() + old_shift, nullptr, false);  // the graph's own
   }
+  drop_layout();  // the build's memory first; the grown graph is laid out anew
   guarded("build_graph", [&] {
     std::vector<double> old_theta;
     if (seed) old_theta.assign(seed->begin() + old_shift, seed->begin() + old_shift + n_parameters_);
@@ -268,6 +269,7 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
     truncating_.clear();
     for (Shard& shard : shards_) shard.dropped = {};  // the progress bar's bound (a graph keeps its own)
     std::vector<double*> c(shards_.size());
+    const ReplayView shard_view = replay_view(nullptr);  // the seed's values by shard, for the build
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
         // With a seed, the operand at the seed steers truncation.
@@ -278,7 +280,7 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
             c[static_cast<std::size_t>(s)] = me.work.data();
           });
           team.sync(t);
-          replay(t, team, c.data(), old_theta.data(), 0.0, nullptr, false);
+          replay(t, team, shard_view, c.data(), old_theta.data(), 0.0, nullptr, false);
         }
         apply_circuit(t, team, plan, seed ? &*seed : nullptr, new_shift, seed ? values.data() : nullptr, &added,
                       &added_remote, k);

@@ -12,35 +12,107 @@ bool Propagator<A, W, I>::small_replay() const {
   return work < small_work_ || work < small_work_ / 16 * std::max<std::size_t>(layers_.size(), 1);
 }
 
+// The layout of this graph's team replays (replay_layout.h), made once per
+// graph; null on one thread, on several ranks (whose remote entries reach
+// slots by shard), and where no split pays.
+template <typename A, int W, typename I>
+const ReplayLayout* Propagator<A, W, I>::replay_layout() const {
+  if (layout_generation_ != generation_ || layout_made_for_ != layout_use_) {
+    drop_layout();
+    layout_generation_ = generation_;
+    layout_made_for_ = layout_use_;
+    if (threads() == 1 || routing_.ranks() > 1 || layers_.empty() || layout_use_ == LayoutUse::never) return nullptr;
+    std::vector<const Graph*> graphs;
+    std::vector<ReplayLayout::Keys> keys;
+    for (const Shard& shard : shards_) {
+      graphs.push_back(&shard.graph);
+      keys.push_back({shard.keys.row(0), shard.keys.size()});
+    }
+    if (!layout_.assign(graphs, keys, W, 2 * config_.num_modes, threads(), layout_use_ == LayoutUse::always))
+      return nullptr;
+    std::vector<const ReplayLayout::List*> weights_by_shard;
+    for (std::size_t s = 0; s < shards_.size(); ++s) weights_by_shard.push_back(&weights(static_cast<int>(s)));
+    blocks_.resize(layout_.blocks());
+    for (std::size_t b = 0; b < blocks_.size(); ++b) blocks_[b].weights = layout_.select(b, weights_by_shard);
+  }
+  return layout_.empty() ? nullptr : &layout_;
+}
+
+// Drops the layout (a build is about to extend the graph, and needs the memory).
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::drop_layout() const {
+  layout_.clear();
+  blocks_.clear();
+  layout_generation_.reset();
+}
+
+// The shards' graphs and tapes, or the layout's blocks'.
+template <typename A, int W, typename I>
+auto Propagator<A, W, I>::replay_view(const ReplayLayout* layout) const -> ReplayView {
+  ReplayView view;
+  view.layout = layout;
+  for (std::size_t s = 0; s < shards_.size(); ++s) {
+    view.graphs.push_back(layout ? &layout->graph(s) : &shards_[s].graph);
+    view.tapes.push_back(layout ? &blocks_[s].tape : &shards_[s].tape);
+    view.sizes.push_back(layout ? layout->size(s) : shards_[s].base.size());
+  }
+  return view;
+}
+
+// Fills the buffer that shard (or block) s replays from its starting
+// coefficients, and returns it: a value's (c) or a gradient's (state, with
+// room for spread_adjoint to double it).
+template <typename A, int W, typename I>
+double* Propagator<A, W, I>::replay_start(int s, const ReplayView& view, bool gradient) const {
+  const auto n = view.sizes[static_cast<std::size_t>(s)];
+  if (!view.layout) {
+    const Shard& me = shards_[static_cast<std::size_t>(s)];
+    Column<double>& buffer = gradient ? me.state : me.c;
+    buffer.reserve_huge(gradient ? 2 * n : n);
+    buffer = me.base;
+    return buffer.data();
+  }
+  Block& block = blocks_[static_cast<std::size_t>(s)];
+  Column<double>& buffer = gradient ? block.state : block.c;
+  buffer.reserve_huge(gradient ? 2 * n : n);
+  buffer.resize(n);
+  std::vector<const double*> bases;
+  for (const Shard& shard : shards_) bases.push_back(shard.base.data());
+  view.layout->gather(static_cast<std::size_t>(s), bases.data(), buffer.data());
+  return buffer.data();
+}
+
 // The graph spelled out (FlatGraph) when this replay runs on the calling
 // thread, unpared, on one rank, and the graph is small enough that the copy
 // costs little (at most 2^18 entries, 4 MB); else null. A copy of an older
-// graph is dropped here, whether or not a new one is made.
+// graph, or of the other view's, is dropped here, whether or not a new one is made.
 template <typename A, int W, typename I>
-const FlatGraph* Propagator<A, W, I>::flat_graph(const Team& team, double pare) const {
-  if (flat_generation_ != generation_) {
+const FlatGraph* Propagator<A, W, I>::flat_graph(const Team& team, double pare, const ReplayView& view) const {
+  if (flat_generation_ != generation_ || flat_laid_out_ != (view.layout != nullptr)) {
     flat_.clear();
     flat_generation_ = generation_;
+    flat_laid_out_ = view.layout != nullptr;
   }
   if (team.size() != 1 || pare > 0.0 || remote_entries_ > 0 || entries_ > (std::size_t{1} << 18) || !small_replay())
     return nullptr;
-  if (flat_.empty()) {
-    std::vector<const Graph*> graphs;
-    for (const Shard& shard : shards_) graphs.push_back(&shard.graph);
-    flat_.assign(graphs);
-  }
+  if (flat_.empty()) flat_.assign(view.graphs);
   return &flat_;
 }
 
 // Replays every layer forward on the buffers c (c[s] already holds shard s's
-// starting coefficients); `lp`, when given, overrides each layer's parameter
-// index (graph order); `reverse`: replay_back follows, and the shards' tapes
-// record what it needs (ReplayTape). Polls for an interrupt between layers: a
-// replay writes only its own buffers, so stopping it changes nothing that
-// outlives it.
+// starting coefficients, or block s's in a laid-out view); `lp`, when given,
+// overrides each layer's parameter index (graph order); `reverse`:
+// replay_back follows, and the tapes record what it needs (ReplayTape).
+// Polls for an interrupt between layers: a replay writes only its own
+// buffers, so stopping it changes nothing that outlives it.
+//
+// The team meets after every layer of the shards' graph, whose entries reach
+// into every shard. In a laid-out view a thread touches only its block's
+// slots, except through the handover of a crossing layer: the team meets only
+// there.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const double* theta, double pare,
-                                 const std::int32_t* lp, bool reverse, Dropped* dropped) const {
+void Propagator<A, W, I>::replay(int t, Team& team, const ReplayView& view, double* const* c, const double* theta,
+                                 double pare, const std::int32_t* lp, bool reverse, Dropped* dropped) const {
   if (t == 0) {
     maybe_fault("evaluate");
     // Both sides' inputs of every remote entry: the remote part of the tape.
@@ -48,32 +120,27 @@ void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const doub
     theirs_.resize(remote_entries_);
     handover_.resize(shards_.size() * shards_.size());
   }
-  team.each(t, [&](int s) {
-    const Shard& me = shards_[static_cast<std::size_t>(s)];
-    me.tape.begin(me.base.size(), reverse);
-  });
-  team.sync(t);  // every shard's buffer is in place before cross entries reach into it
-  const FlatGraph* flat = flat_graph(team, pare);
-  const std::vector<ReplayTape*> tapes = flat ? shard_tapes() : std::vector<ReplayTape*>{};
+  team.each(t, [&](int s) { view.tapes[s]->begin(view.sizes[s], reverse); });
+  team.sync(t);  // every buffer is in place before cross entries reach into it
+  const FlatGraph* flat = flat_graph(team, pare, view);
   std::vector<double*> via(shards_.size());
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Turn turn = layer_turn(l, theta, lp);
     const double cs = turn.cs, sn = turn.sn;
-    const bool handed = hand_over_layer(t, team, l, c, 1);
+    const bool handed = hand_over_layer(t, team, view, l, c, 1);
     if (flat)
-      flat->forward(l, cs, sn, c, reverse ? tapes.data() : nullptr, dropped);
+      flat->forward(l, cs, sn, c, reverse ? view.tapes.data() : nullptr, dropped);
     else
       team.each(t, [&](int s) {
-        const Shard& me = shards_[static_cast<std::size_t>(s)];
-        forward_layer(me.graph[l], cs, sn, c, s, pare, reverse ? &me.tape : nullptr, dropped ? dropped + s : nullptr,
-                      handed ? handover_row(s, via) : nullptr);
+        forward_layer((*view.graphs[s])[l], cs, sn, c, s, pare, reverse ? view.tapes[s] : nullptr,
+                      dropped ? dropped + s : nullptr, handed ? handover_row(s, via) : nullptr);
       });
     // Remote entries rotate, dropping nothing (a pared one is not counted: the
     // bound refuses pare on more than one rank).
     if (const RemoteLayer& remote = remote_[l]; !remote.empty())
       remote_step(t, team, remote, cs, sn, c, 1, ours_.data() + remote.offset, theirs_.data() + remote.offset, pare);
-    team.sync(t);
-    if (handed) take_back_layer(t, team, l, c, 1, l + 1 < layers_.size() && !remote_[l + 1].empty());
+    if (handed || !view.layout) team.sync(t);
+    if (handed) take_back_layer(t, team, view, l, c, 1, l + 1 < layers_.size() && !remote_[l + 1].empty());
     interrupts_.poll(t == 0, layer_work(l));
   }
 }
@@ -83,19 +150,19 @@ void Propagator<A, W, I>::replay(int t, Team& team, double* const* c, const doub
 // owner of each shard s fills handover_[o * T + s] from its buffer for every
 // other shard o, and the team meets, so that the rotations read them.
 template <typename A, int W, typename I>
-bool Propagator<A, W, I>::hand_over_layer(int t, Team& team, std::size_t l, double* const* c,
+bool Propagator<A, W, I>::hand_over_layer(int t, Team& team, const ReplayView& view, std::size_t l, double* const* c,
                                           std::size_t stride) const {
   const auto T = shards_.size();
   if (team.size() == 1) return false;
-  bool crossing = false;
-  for (std::size_t o = 0; o < T && !crossing; ++o)
-    for (const Part& part : shards_[o].graph[l].parts)
+  bool crossing = view.layout && view.layout->crossing(l);
+  for (std::size_t o = 0; o < T && !crossing && !view.layout; ++o)
+    for (const Part& part : (*view.graphs[o])[l].parts)
       crossing = crossing || (part.shard != o && handover_size(part) > 0);
   if (!crossing) return false;
   team.each(t, [&](int s) {
     for (std::size_t o = 0; o < T; ++o) {
       if (o == static_cast<std::size_t>(s)) continue;
-      const ShardLayer& layer = shards_[o].graph[l];
+      const ShardLayer& layer = (*view.graphs[o])[l];
       const std::size_t n = stride * handover_size(layer, s);
       if (n == 0) continue;
       Column<double>& buffer = handover_[o * T + static_cast<std::size_t>(s)];
@@ -113,13 +180,13 @@ bool Propagator<A, W, I>::hand_over_layer(int t, Team& team, std::size_t l, doub
 // (MPI) are shared among the threads by count, whatever their shard: before
 // such a layer (`remote_next`) the team meets once more.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::take_back_layer(int t, Team& team, std::size_t l, double* const* c, std::size_t stride,
-                                          bool remote_next) const {
+void Propagator<A, W, I>::take_back_layer(int t, Team& team, const ReplayView& view, std::size_t l, double* const* c,
+                                          std::size_t stride, bool remote_next) const {
   const auto T = shards_.size();
   team.each(t, [&](int s) {
     for (std::size_t o = 0; o < T; ++o)
       if (o != static_cast<std::size_t>(s))
-        take_back(shards_[o].graph[l], s, c[s], stride, handover_[o * T + static_cast<std::size_t>(s)].data());
+        take_back((*view.graphs[o])[l], s, c[s], stride, handover_[o * T + static_cast<std::size_t>(s)].data());
   });
   if (remote_next) team.sync(t);
 }
@@ -132,14 +199,6 @@ double* const* Propagator<A, W, I>::handover_row(int s, std::vector<double*>& vi
   for (std::size_t o = 0; o < T; ++o)
     via[o] = o == static_cast<std::size_t>(s) ? nullptr : handover_[static_cast<std::size_t>(s) * T + o].data();
   return via.data();
-}
-
-// Every shard's tape, for a replay of the flat graph on one thread.
-template <typename A, int W, typename I>
-std::vector<ReplayTape*> Propagator<A, W, I>::shard_tapes() const {
-  std::vector<ReplayTape*> out;
-  for (const Shard& shard : shards_) out.push_back(&shard.tape);
-  return out;
 }
 
 // Layer l's numbers at theta (per-layer indices lp, or the graph's own).
@@ -158,17 +217,27 @@ std::size_t Propagator<A, W, I>::layer_work(std::size_t l) const {
   return 64 + layer.n_cos() + layer.n_rotations();
 }
 
+// Replays into every shard's buffer c (a laid-out replay's blocks are copied
+// back into them).
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters, Dropped* dropped) const {
+  const ReplayView view = replay_view(replay_layout());
   std::vector<double*> c(shards_.size());
   Team::run(threads(), small_replay(), [&](int t, Team& team) {
+    team.each(t, [&](int s) { c[static_cast<std::size_t>(s)] = replay_start(s, view, false); });
+    replay(t, team, view, c.data(), parameters.data(), 0.0, nullptr, false, dropped);
+    if (!view.layout) return;
     team.each(t, [&](int s) {
       const Shard& me = shards_[static_cast<std::size_t>(s)];
       me.c.reserve_huge(me.base.size());
-      me.c = me.base;
-      c[static_cast<std::size_t>(s)] = me.c.data();
+      me.c.resize(me.base.size());
     });
-    replay(t, team, c.data(), parameters.data(), 0.0, nullptr, false, dropped);
+    team.sync(t);
+    std::vector<double*> into;
+    for (const Shard& shard : shards_) into.push_back(shard.c.data());
+    team.each(t, [&](int b) {
+      view.layout->scatter(static_cast<std::size_t>(b), blocks_[static_cast<std::size_t>(b)].c.data(), into.data());
+    });
   });
 }
 
@@ -198,10 +267,16 @@ const std::vector<std::pair<std::uint32_t, double>>& Propagator<A, W, I>::weight
   return me.weights;
 }
 
+// Shard s's weights, or block s's in a laid-out view.
 template <typename A, int W, typename I>
-double Propagator<A, W, I>::weighted_sum(int s, const double* c, std::size_t stride) const {
+const std::vector<std::pair<std::uint32_t, double>>& Propagator<A, W, I>::weights(int s, const ReplayView& view) const {
+  return view.layout ? blocks_[static_cast<std::size_t>(s)].weights : weights(s);
+}
+
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::weighted_sum(int s, const ReplayView& view, const double* c) const {
   double f = 0.0;
-  for (const auto& [i, w] : weights(s)) f += w * c[stride * i];
+  for (const auto& [i, w] : weights(s, view)) f += w * c[i];
   return f;
 }
 
@@ -286,20 +361,19 @@ double Propagator<A, W, I>::evaluate(const std::vector<double>& parameters, doub
     std::vector<Dropped> dropped(total ? shards_.size() : 0);
     std::vector<double*> c(shards_.size());
     std::vector<double> partial(shards_.size(), 0.0);
+    const ReplayView view = replay_view(replay_layout());
     Team::run(threads(), small_replay(), [&](int t, Team& team) {
       team.each(t, [&](int s) {
         const Shard& me = shards_[static_cast<std::size_t>(s)];
-        if (layers_.empty()) {  // no layer writes: read the coefficients where they are
+        if (layers_.empty())  // no layer writes: read the coefficients where they are
           c[static_cast<std::size_t>(s)] = const_cast<double*>(me.base.data());
-          return;
-        }
-        me.c.reserve_huge(me.base.size());
-        me.c = me.base;
-        c[static_cast<std::size_t>(s)] = me.c.data();
+        else
+          c[static_cast<std::size_t>(s)] = replay_start(s, view, false);
       });
-      replay(t, team, c.data(), parameters.data(), pare, lp, false, total ? dropped.data() : nullptr);
-      team.each(
-          t, [&](int s) { partial[static_cast<std::size_t>(s)] = weighted_sum(s, c[static_cast<std::size_t>(s)], 1); });
+      replay(t, team, view, c.data(), parameters.data(), pare, lp, false, total ? dropped.data() : nullptr);
+      team.each(t, [&](int s) {
+        partial[static_cast<std::size_t>(s)] = weighted_sum(s, view, c[static_cast<std::size_t>(s)]);
+      });
     });
     double f = 0.0;  // ascending shard order: bitwise reproducible for a fixed T
     for (const double part : partial) f += part;
@@ -338,20 +412,18 @@ double Propagator<A, W, I>::evaluate_gradient(const std::vector<double>& paramet
     std::vector<double> partial(shards_.size(), 0.0);
     std::vector<std::vector<double>> dphi(shards_.size());
     std::vector<Dropped> dropped(total ? shards_.size() : 0);
+    const ReplayView view = replay_view(replay_layout());
     Team::run(threads(), small_replay(), [&](int t, Team& team) {
       team.each(t, [&](int s) {
-        const Shard& me = shards_[static_cast<std::size_t>(s)];
-        me.state.reserve_huge(2 * me.base.size());  // spread_adjoint doubles it
-        me.state = me.base;
-        state[static_cast<std::size_t>(s)] = me.state.data();
+        state[static_cast<std::size_t>(s)] = replay_start(s, view, true);
         dphi[static_cast<std::size_t>(s)].assign(L, 0.0);
       });
-      replay(t, team, state.data(), parameters.data(), pare, lp, true, total ? dropped.data() : nullptr);
+      replay(t, team, view, state.data(), parameters.data(), pare, lp, true, total ? dropped.data() : nullptr);
       team.each(t, [&](int s) {
-        partial[static_cast<std::size_t>(s)] = weighted_sum(s, state[static_cast<std::size_t>(s)], 1);
-        state[static_cast<std::size_t>(s)] = spread_adjoint(s);
+        partial[static_cast<std::size_t>(s)] = weighted_sum(s, view, state[static_cast<std::size_t>(s)]);
+        state[static_cast<std::size_t>(s)] = spread_adjoint(s, view);
       });
-      replay_back(t, team, state.data(), parameters.data(), pare, lp, dphi);
+      replay_back(t, team, view, state.data(), parameters.data(), pare, lp, dphi);
     });
     // Folds in ascending shard order: bitwise reproducible for a fixed T.
     gradient.assign(parameters.size(), 0.0);
@@ -386,54 +458,55 @@ double Propagator<A, W, I>::evaluate_gradient(const std::vector<double>& paramet
   });
 }
 
-// Spreads shard s's replayed values in place into the (c, lambda) pairs of
-// the reverse sweep, from the top down, with lambda = d f / d c = w.
+// Spreads shard (or block) s's replayed values in place into the (c, lambda)
+// pairs of the reverse sweep, from the top down, with lambda = d f / d c = w.
 template <typename A, int W, typename I>
-double* Propagator<A, W, I>::spread_adjoint(int s) const {
-  const Shard& me = shards_[static_cast<std::size_t>(s)];
-  const std::size_t n = me.state.size();
-  me.state.resize(2 * n);
-  double* x = me.state.data();
+double* Propagator<A, W, I>::spread_adjoint(int s, const ReplayView& view) const {
+  Column<double>& state =
+      view.layout ? blocks_[static_cast<std::size_t>(s)].state : shards_[static_cast<std::size_t>(s)].state;
+  const std::size_t n = state.size();
+  state.resize(2 * n);
+  double* x = state.data();
   for (std::size_t i = n; i-- > 0;) {
     x[2 * i] = x[i];
     x[2 * i + 1] = 0.0;
   }
-  for (const auto& [i, w] : weights(s)) x[2 * std::size_t{i} + 1] = w;
+  for (const auto& [i, w] : weights(s, view)) x[2 * std::size_t{i} + 1] = w;
   return x;
 }
 
 // The reverse sweep over every layer, last first, on the (c, lambda) pairs:
 // recovers each layer's inputs and adds shard s's d f / d phi_l to dphi[s][l].
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::replay_back(int t, Team& team, double* const* state, const double* theta, double pare,
-                                      const std::int32_t* lp, std::vector<std::vector<double>>& dphi) const {
+void Propagator<A, W, I>::replay_back(int t, Team& team, const ReplayView& view, double* const* state,
+                                      const double* theta, double pare, const std::int32_t* lp,
+                                      std::vector<std::vector<double>>& dphi) const {
   if (t == 0) {
     std::size_t widest = 0;
     for (const RemoteLayer& remote : remote_) widest = std::max(widest, remote.entries);
     swap_.resize(2 * widest);
   }
   team.each(t, [&](int s) {
-    const Shard& me = shards_[static_cast<std::size_t>(s)];
-    me.tape.cursor = me.tape.flags.size();
+    ReplayTape& tape = *view.tapes[s];
+    tape.cursor = tape.flags.size();
   });
   team.sync(t);
-  const FlatGraph* flat = flat_graph(team, pare);
-  const std::vector<ReplayTape*> tapes = flat ? shard_tapes() : std::vector<ReplayTape*>{};
+  const FlatGraph* flat = flat_graph(team, pare, view);
   std::vector<double> d(flat ? shards_.size() : 0);
   std::vector<double*> via(shards_.size());
   for (std::size_t l = layers_.size(); l-- > 0;) {
     const Turn turn = layer_turn(l, theta, lp);
-    const bool handed = hand_over_layer(t, team, l, state, 2);
+    const bool handed = hand_over_layer(t, team, view, l, state, 2);
     if (flat) {
-      flat->adjoint(l, turn, state, d.data(), tapes.data());
+      flat->adjoint(l, turn, state, d.data(), view.tapes.data());
       for (std::size_t s = 0; s < shards_.size(); ++s) dphi[s][l] = d[s];
     } else {
       team.each(t, [&](int s) {
-        const Shard& me = shards_[static_cast<std::size_t>(s)];
-        const ShardLayer& layer = me.graph[l];
-        if (pare > 0.0) me.tape.cursor -= pare_flags(layer);
+        ReplayTape& tape = *view.tapes[s];
+        const ShardLayer& layer = (*view.graphs[s])[l];
+        if (pare > 0.0) tape.cursor -= pare_flags(layer);
         dphi[static_cast<std::size_t>(s)][l] =
-            adjoint_layer(layer, turn, state, s, pare, &me.tape, handed ? handover_row(s, via) : nullptr);
+            adjoint_layer(layer, turn, state, s, pare, &tape, handed ? handover_row(s, via) : nullptr);
       });
     }
     if (const RemoteLayer& remote = remote_[l]; !remote.empty()) {
@@ -442,8 +515,8 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, double* const* state, c
       remote_step_back(t, team, remote, turn, state, ours_.data() + remote.offset, theirs_.data() + remote.offset,
                        swap_.data(), pare, at.data());
     }
-    team.sync(t);
-    if (handed) take_back_layer(t, team, l, state, 2, l > 0 && !remote_[l - 1].empty());
+    if (handed || !view.layout) team.sync(t);
+    if (handed) take_back_layer(t, team, view, l, state, 2, l > 0 && !remote_[l - 1].empty());
     interrupts_.poll(t == 0, layer_work(l));
   }
 }
@@ -516,6 +589,7 @@ std::vector<double> Propagator<A, W, I>::contract(const std::vector<double>& par
         out.push_back(frame_.forward(shard.keys.key(i)).sign * shard.c[i]);
     if (!inplace) return out;
     maybe_fault("contract");
+    drop_layout();  // of the graph being folded
     for (Shard& shard : shards_) {
       shard.base = shard.c;
       shard.graph.clear();

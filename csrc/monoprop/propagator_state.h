@@ -261,6 +261,7 @@ void Propagator<A, W, I>::restore(const SavedState& state) {
     unbounded_ = state.scalar<std::uint8_t>("dropped.unbounded") != 0;
   }
   generation_ = state.scalar<std::uint64_t>("generation");
+  drop_layout();  // of the graph this load replaces
   if (n_parameters_ < 0 || n_gates_ < 0) state_io::damaged("a negative parameter or gate count");
 
   auto parameter = state.get<std::int32_t>("layer.parameter");

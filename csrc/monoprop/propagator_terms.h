@@ -128,7 +128,10 @@ MemoryUsage Propagator<A, W, I>::memory() const {
     m.buffers += shard.c.bytes() + shard.state.bytes() + shard.work.bytes() + shard.tape.bytes() + shard.flags.bytes() +
                  shard.weights.capacity() * sizeof(shard.weights[0]) + shard.quiet.bytes() + queries * sizeof(Query);
   }
-  m.graph += layers_.capacity() * sizeof(LayerInfo) + flat_.memory();
+  m.graph += layers_.capacity() * sizeof(LayerInfo) + flat_.memory() + layout_.memory();
+  for (const Block& block : blocks_)
+    m.buffers += block.c.bytes() + block.state.bytes() + block.tape.bytes() +
+                 block.weights.capacity() * sizeof(block.weights[0]);
   for (const RemoteLayer& layer : remote_) m.graph += layer.bytes();
   m.buffers += (ours_.capacity() + theirs_.capacity() + swap_.capacity()) * sizeof(double);
   m.buffers += observable_keys_.key_bytes() + observable_keys_.index_bytes();
