@@ -38,6 +38,7 @@ from test_noise import (
     to_circuit,
 )
 from test_random_circuits import check_terms
+from test_resume import state
 from test_threads import ENV, ising_propagator
 
 import monoprop
@@ -156,13 +157,16 @@ def test_layout_hook_refuses_unknown_modes(monkeypatch):
 
 @pytest.mark.parametrize("threads", [2, 3])
 def test_saves_and_copies_of_a_laid_out_graph(threads, monkeypatch, tmp_path):
-    """Saving, pickling and copying a propagator whose graph is laid out keep the graph as
-    built, and what they make is laid out again and replays bitwise as the original."""
+    """The layout takes the shards' graph over (their bytes go, to be written again): saving,
+    pickling and copying a laid-out propagator save the graph byte for byte as built, and
+    what they make is laid out again and replays bitwise as the original."""
     monkeypatch.setenv(ENV, str(threads))
     prop, plain = laid_out_and_plain("schrodinger")
     x = np.random.default_rng(11).uniform(-1.0, 1.0, size=prop.n_parameters)
     before = prop.expectation_value_and_gradient(x)
     assert prop._engine._replay_blocks() == threads
+    assert prop.memory()["graph"] < 1.5 * plain.memory()["graph"]  # not held twice
+    assert state(prop) == state(plain)  # given back as recorded
     prop.save(tmp_path / "p")
     loaded = monoprop.load(tmp_path / "p")
     loaded._engine._set_small_work(0)

@@ -128,7 +128,10 @@ class Propagator final : public MonomialPropagator {
   std::size_t apply_initial_operator_(const std::vector<Term>& terms) override;
   OperatorView mp_op_() const override;
   IndexView indexing_() const override;
-  const Graph& graph_() const override { return shards_[0].graph; }
+  const Graph& graph_() const override {
+    take_graph_back();
+    return shards_[0].graph;
+  }
   GraphData graph_data_() const override;
 
  private:
@@ -225,8 +228,10 @@ class Propagator final : public MonomialPropagator {
   struct Shard {
     explicit Shard(int slots) : keys(slots, Algebra::kParityColumn) {}
     Keys keys;
-    Column<double> base;     // coefficients a replay starts from
-    Graph graph;             // in application order, aligned with layers_
+    Column<double> base;  // coefficients a replay starts from
+    // In application order, aligned with layers_. While laid out (layout_)
+    // its layers keep their sections and the layout holds their bytes.
+    mutable Graph graph;
     std::size_t n_base = 0;  // terms held when the graph was empty
     Column<double> work;     // coefficients of a build at its seed
     // Scratch of the layer being applied.
@@ -410,7 +415,9 @@ class Propagator final : public MonomialPropagator {
   double* replay_start(int s, const ReplayView& view, bool gradient) const;
   const FlatGraph* flat_graph(const Team& team, double pare, const ReplayView& view) const;
   std::size_t layer_work(std::size_t l) const;
+  void take_graph_back() const;
   void drop_layout() const;
+  std::vector<ReplayLayout::Keys> layout_keys() const;
   Turn layer_turn(std::size_t l, const double* theta, const std::int32_t* lp) const;
   // `dropped` (one per shard, or null): a bounded replay (Dropped).
   void replay(int t, Team& team, const ReplayView& view, double* const* c, const double* theta, double pare,

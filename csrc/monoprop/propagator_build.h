@@ -249,7 +249,7 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
     check_circuit_rates(circuit, *seed, new_shift);
     check_rates(seed->data() + old_shift, nullptr, false);  // the graph's own
   }
-  drop_layout();  // the build's memory first; the grown graph is laid out anew
+  take_graph_back();  // a build replays (with a seed) and extends the shards' graph
   guarded("build_graph", [&] {
     std::vector<double> old_theta;
     if (seed) old_theta.assign(seed->begin() + old_shift, seed->begin() + old_shift + n_parameters_);

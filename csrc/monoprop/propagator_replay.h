@@ -18,17 +18,13 @@ bool Propagator<A, W, I>::small_replay() const {
 template <typename A, int W, typename I>
 const ReplayLayout* Propagator<A, W, I>::replay_layout() const {
   if (layout_generation_ != generation_ || layout_made_for_ != layout_use_) {
-    drop_layout();
+    take_graph_back();
     layout_generation_ = generation_;
     layout_made_for_ = layout_use_;
     if (threads() == 1 || routing_.ranks() > 1 || layers_.empty() || layout_use_ == LayoutUse::never) return nullptr;
-    std::vector<const Graph*> graphs;
-    std::vector<ReplayLayout::Keys> keys;
-    for (const Shard& shard : shards_) {
-      graphs.push_back(&shard.graph);
-      keys.push_back({shard.keys.row(0), shard.keys.size()});
-    }
-    if (!layout_.assign(graphs, keys, W, 2 * config_.num_modes, threads(), layout_use_ == LayoutUse::always))
+    std::vector<Graph*> graphs;
+    for (const Shard& shard : shards_) graphs.push_back(&shard.graph);
+    if (!layout_.assign(graphs, layout_keys(), W, 2 * config_.num_modes, threads(), layout_use_ == LayoutUse::always))
       return nullptr;
     std::vector<const ReplayLayout::List*> weights_by_shard;
     for (std::size_t s = 0; s < shards_.size(); ++s) weights_by_shard.push_back(&weights(static_cast<int>(s)));
@@ -38,12 +34,32 @@ const ReplayLayout* Propagator<A, W, I>::replay_layout() const {
   return layout_.empty() ? nullptr : &layout_;
 }
 
-// Drops the layout (a build is about to extend the graph, and needs the memory).
+// Gives the graph back to the shards (an operation other than a replay is
+// about to read or extend it) and drops the layout.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::take_graph_back() const {
+  if (!layout_.empty()) {
+    std::vector<Graph*> graphs;
+    for (const Shard& shard : shards_) graphs.push_back(&shard.graph);
+    layout_.restore(graphs, layout_keys(), W);
+  }
+  drop_layout();
+}
+
+// Drops the layout, whose graph the shards no longer need (a load replaces
+// it, a contraction folds it).
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::drop_layout() const {
   layout_.clear();
   blocks_.clear();
   layout_generation_.reset();
+}
+
+template <typename A, int W, typename I>
+std::vector<ReplayLayout::Keys> Propagator<A, W, I>::layout_keys() const {
+  std::vector<ReplayLayout::Keys> keys;
+  for (const Shard& shard : shards_) keys.push_back({shard.keys.row(0), shard.keys.size()});
+  return keys;
 }
 
 // The shards' graphs and tapes, or the layout's blocks'.

@@ -84,6 +84,7 @@ inline void agree(const mpi::Comm& comm, std::exception_ptr error) {
 
 template <typename A, int W, typename I>
 SavedState Propagator<A, W, I>::save_state() const {
+  take_graph_back();
   return guarded("save", [&] {
     SavedState out;
     out.put_scalar("family", static_cast<std::uint8_t>(A::family));

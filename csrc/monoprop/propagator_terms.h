@@ -172,6 +172,7 @@ IndexView Propagator<A, W, I>::indexing_() const {
 
 template <typename A, int W, typename I>
 GraphData Propagator<A, W, I>::graph_data_() const {
+  take_graph_back();
   GraphData data;
   for (const LayerInfo& layer : layers_) {
     data.parameter.push_back(layer.parameter);

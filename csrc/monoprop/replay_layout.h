@@ -41,8 +41,16 @@ class ReplayLayout {
   // false, leaving the layout empty, where no split by bits pays (unless
   // `always`): where every choice leaves the blocks' work too uneven or too
   // many layers crossing; or where the terms differ in no bit.
-  bool assign(const std::vector<const Graph*>& graphs, const std::vector<Keys>& keys, int words, int positions,
-              int blocks, bool always = false);
+  //
+  // The layout takes the graph over: each shard's layer gives up its bytes
+  // (keeping its sections) once the blocks hold it, so that the graph is not
+  // held twice; restore() writes them again, exactly as recorded (a layer
+  // that could not be is left as it was).
+  bool assign(const std::vector<Graph*>& graphs, const std::vector<Keys>& keys, int words, int positions, int blocks,
+              bool always = false);
+  // Gives the shards' layers their bytes back (keys as for assign, the
+  // store's now) and empties the layout.
+  void restore(const std::vector<Graph*>& graphs, const std::vector<Keys>& keys, int words);
   void clear();
   bool empty() const { return graphs_.empty(); }
   std::size_t memory() const;
@@ -67,6 +75,7 @@ class ReplayLayout {
  private:
   std::vector<Graph> graphs_;                       // by block
   std::vector<std::vector<std::uint32_t>> origin_;  // by block: shard << shift_ | slot, of each index
+  std::vector<std::int16_t> tops_;                  // by layer: the top slot of its generator (-1: none)
   int shift_ = 0;
   std::uint32_t mask_ = 0;
   std::vector<std::uint8_t> crossing_;  // by layer
