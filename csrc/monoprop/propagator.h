@@ -400,6 +400,7 @@ class Propagator final : public MonomialPropagator {
   struct ReplayView {
     std::vector<const Graph*> graphs;
     std::vector<ReplayTape*> tapes;
+    std::vector<Column<double>*> values, states;  // the buffers of a value's and a gradient's replays
     std::vector<std::size_t> sizes;
     const ReplayLayout* layout = nullptr;  // null: the shards
   };

@@ -68,9 +68,13 @@ auto Propagator<A, W, I>::replay_view(const ReplayLayout* layout) const -> Repla
   ReplayView view;
   view.layout = layout;
   for (std::size_t s = 0; s < shards_.size(); ++s) {
-    view.graphs.push_back(layout ? &layout->graph(s) : &shards_[s].graph);
-    view.tapes.push_back(layout ? &blocks_[s].tape : &shards_[s].tape);
-    view.sizes.push_back(layout ? layout->size(s) : shards_[s].base.size());
+    const Shard& shard = shards_[s];
+    Block* block = layout ? &blocks_[s] : nullptr;
+    view.graphs.push_back(layout ? &layout->graph(s) : &shard.graph);
+    view.tapes.push_back(layout ? &block->tape : &shard.tape);
+    view.values.push_back(layout ? &block->c : &shard.c);
+    view.states.push_back(layout ? &block->state : &shard.state);
+    view.sizes.push_back(layout ? layout->size(s) : shard.base.size());
   }
   return view;
 }
@@ -80,21 +84,17 @@ auto Propagator<A, W, I>::replay_view(const ReplayLayout* layout) const -> Repla
 // room for spread_adjoint to double it).
 template <typename A, int W, typename I>
 double* Propagator<A, W, I>::replay_start(int s, const ReplayView& view, bool gradient) const {
-  const auto n = view.sizes[static_cast<std::size_t>(s)];
+  const auto k = static_cast<std::size_t>(s);
+  Column<double>& buffer = *(gradient ? view.states : view.values)[k];
+  buffer.reserve_huge(gradient ? 2 * view.sizes[k] : view.sizes[k]);
   if (!view.layout) {
-    const Shard& me = shards_[static_cast<std::size_t>(s)];
-    Column<double>& buffer = gradient ? me.state : me.c;
-    buffer.reserve_huge(gradient ? 2 * n : n);
-    buffer = me.base;
+    buffer = shards_[k].base;
     return buffer.data();
   }
-  Block& block = blocks_[static_cast<std::size_t>(s)];
-  Column<double>& buffer = gradient ? block.state : block.c;
-  buffer.reserve_huge(gradient ? 2 * n : n);
-  buffer.resize(n);
+  buffer.resize(view.sizes[k]);
   std::vector<const double*> bases;
   for (const Shard& shard : shards_) bases.push_back(shard.base.data());
-  view.layout->gather(static_cast<std::size_t>(s), bases.data(), buffer.data());
+  view.layout->gather(k, bases.data(), buffer.data());
   return buffer.data();
 }
 
@@ -171,9 +171,10 @@ bool Propagator<A, W, I>::hand_over_layer(int t, Team& team, const ReplayView& v
   const auto T = shards_.size();
   if (team.size() == 1) return false;
   bool crossing = view.layout && view.layout->crossing(l);
-  for (std::size_t o = 0; o < T && !crossing && !view.layout; ++o)
-    for (const Part& part : (*view.graphs[o])[l].parts)
-      crossing = crossing || (part.shard != o && handover_size(part) > 0);
+  if (!view.layout)
+    for (std::size_t o = 0; o < T && !crossing; ++o)
+      for (const Part& part : (*view.graphs[o])[l].parts)
+        crossing = crossing || (part.shard != o && handover_size(part) > 0);
   if (!crossing) return false;
   team.each(t, [&](int s) {
     for (std::size_t o = 0; o < T; ++o) {
@@ -252,7 +253,7 @@ void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters, Drop
     std::vector<double*> into;
     for (const Shard& shard : shards_) into.push_back(shard.c.data());
     team.each(t, [&](int b) {
-      view.layout->scatter(static_cast<std::size_t>(b), blocks_[static_cast<std::size_t>(b)].c.data(), into.data());
+      view.layout->scatter(static_cast<std::size_t>(b), view.values[static_cast<std::size_t>(b)]->data(), into.data());
     });
   });
 }
@@ -478,8 +479,7 @@ double Propagator<A, W, I>::evaluate_gradient(const std::vector<double>& paramet
 // pairs of the reverse sweep, from the top down, with lambda = d f / d c = w.
 template <typename A, int W, typename I>
 double* Propagator<A, W, I>::spread_adjoint(int s, const ReplayView& view) const {
-  Column<double>& state =
-      view.layout ? blocks_[static_cast<std::size_t>(s)].state : shards_[static_cast<std::size_t>(s)].state;
+  Column<double>& state = *view.states[static_cast<std::size_t>(s)];
   const std::size_t n = state.size();
   state.resize(2 * n);
   double* x = state.data();

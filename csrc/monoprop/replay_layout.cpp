@@ -24,6 +24,9 @@ constexpr double kHandoverPrice = 1.5;
 // the work over T (the shards' own graph: every layer crosses, kHandoverPrice).
 constexpr double kLargestEstimate = 1.25;
 
+// Bit p of a key.
+bool bit(const std::uint64_t* key, int p) { return (key[p >> 6] >> (p & 63)) & 1u; }
+
 struct Entry {
   std::uint32_t a, b;
   int sign;
@@ -247,8 +250,7 @@ void ReplayLayout::restore(const std::vector<Graph*>& graphs, const std::vector<
         ShardLayer& layer = (*graphs[s])[l];
         if (!given_up(layer)) continue;
         auto upper = [&](std::uint32_t a) {
-          const int p = tops_[l];
-          return p >= 0 && ((keys[s].rows[std::size_t(words) * a + (p >> 6)] >> (p & 63)) & 1u);
+          return tops_[l] >= 0 && bit(keys[s].rows + std::size_t(words) * a, tops_[l]);
         };
         std::vector<std::uint8_t> bytes;  // assign checked that this is the layer as recorded
         rebuild(layer, shards[s].cos, shards[s].pairs, shards[s].halves, upper,
@@ -272,7 +274,6 @@ bool ReplayLayout::assign(const std::vector<Graph*>& graphs, const std::vector<K
   for (const Keys& k : keys) widest = std::max(widest, k.size);
   if (std::bit_width(S - 1) + std::bit_width(widest) > 32) return false;
   auto row = [&](std::size_t s, std::size_t i) { return keys[s].rows + std::size_t(words) * i; };
-  auto bit = [&](const std::uint64_t* key, int p) { return static_cast<unsigned>(key[p >> 6] >> (p & 63)) & 1u; };
 
   // The work filed under each slot (entries whose a it is), and each layer's
   // generator as the bits its first rotating entry flips: the one of least a
@@ -294,7 +295,6 @@ bool ReplayLayout::assign(const std::vector<Graph*>& graphs, const std::vector<K
         }
       if (first)
         for (int w = 0; w < words; ++w) flips[l * words + w] = row(s, first->a)[w] ^ row(first->other, first->b)[w];
-
       found = found || first != nullptr;
       layer_cost[l] += static_cast<double>(d.pairs.size() + d.halves.size());
     }
