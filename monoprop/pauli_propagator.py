@@ -65,7 +65,9 @@ class PauliPropagator(MonomialPropagator[PauliOperator]):
       rest of the call just enough (:attr:`memory_truncations`, :attr:`effective_lower_atol`),
       and the branches it drops are ordinary inactive (cos-only) entries. It needs
       coefficients (``propagate``, or a build with parameter values); it never drops held
-      terms, so a layer that cannot fit without any new term still raises. One MPI rank only.
+      terms, so a build's layer whose graph entries cannot fit without any new term still
+      raises (a propagate records nothing: at worst a layer keeps none of its new terms). One
+      MPI rank only.
 
     ``pare_threshold`` of :meth:`expectation_value_functional` and
     :meth:`expectation_value_and_gradient_functional`: see the former.

@@ -214,7 +214,8 @@ def test_truncate_completes_a_build_raise_refuses_and_stays_under_the_limit():
 
 
 def test_held_terms_that_cannot_fit_still_raise(monkeypatch):
-    # A budget below what the process already holds: not even an empty layer fits.
+    # A budget below what the process already holds: a build must record each layer's
+    # entries, so not even a layer without new terms fits.
     prop = PauliPropagator(
         PauliOperator(OBSERVABLE, N_SMALL),
         [],
@@ -222,16 +223,40 @@ def test_held_terms_that_cannot_fit_still_raise(monkeypatch):
         memory_limit=resident_bytes() + 2**20,
         on_memory_limit="truncate",
     )
-    circuit = circuit_of(ising(N_SMALL, 5, seed=3), N_SMALL)
+    gates = ising(N_SMALL, 5, seed=3)
     ballast = np.ones(4 * 2**20 // 8)  # 4 MB the process holds from now on
     before = (prop.size(), prop.evolved_operator(atol=0.0))
     with pytest.raises(MemoryError) as caught:
-        prop.propagate(circuit)
+        prop.build_graph(circuit_of(gates, N_SMALL), seed_parameters=[t for _, t in gates])
     message = str(caught.value)
-    assert re.search(r"propagate stopped at layer \d+ of", message), message
-    assert "never held ones" in message or "new terms beside" in message, message
-    assert (prop.size(), prop.evolved_operator(atol=0.0)) == before
+    assert re.search(r"build_graph stopped at layer \d+ of", message), message
+    assert "never held ones" in message, message
+    assert (prop.size(), prop.evolved_operator(atol=0.0), prop.graph_size()) == (*before, (0, 0))
     del ballast
+
+
+def test_over_its_budget_propagate_keeps_the_held_terms_and_drops_every_new_one():
+    # propagate records nothing: a layer without new terms needs no memory, so even a
+    # process already past its budget completes, every layer thinned to its pairs.
+    prop = PauliPropagator(
+        PauliOperator(OBSERVABLE, N_SMALL),
+        [],
+        cutoff=N_SMALL,
+        memory_limit=resident_bytes() + 2**20,
+        on_memory_limit="truncate",
+    )
+    gates = ising(N_SMALL, 5, seed=3)
+    ballast = np.ones(4 * 2**20 // 8)  # 4 MB the process holds from now on
+    prop.propagate(circuit_of(gates, N_SMALL))
+    del ballast
+    assert prop.size() == len(OBSERVABLE)
+    thinned = dict(prop.memory_truncations)
+    assert thinned
+    expected = reference(OBSERVABLE, gates, N_SMALL, thinned)
+    assert len(expected) == len(OBSERVABLE)
+    actual = dr.pauli_terms_to_strings(prop.evolved_operator(atol=0.0).terms, N_SMALL)
+    worst, where = dr.max_coefficient_difference(actual, expected)
+    assert worst < 1e-12, (worst, where)
 
 
 def test_a_structural_build_says_truncate_needs_coefficients(monkeypatch):

@@ -19,9 +19,11 @@
 // primary thread: the births' weights are the same whatever the thread
 // count, but the room is the process's, read from its resident memory, so
 // two runs may thin different layers. Given the recorded thresholds
-// (memory_truncations) the result is deterministic. Held terms are never dropped: when the layer would pass
-// the budget without any birth, the operation stops with MemoryBudgetError
-// as in "raise". Only rotations on a single rank are thinned; noise layers,
+// (memory_truncations) the result is deterministic. Held terms are never
+// dropped: when the layer would still need more than the budget leaves
+// without any birth (a build's graph entries), the operation stops with
+// MemoryBudgetError as in "raise"; a propagate, which records nothing, at
+// worst keeps none of a layer's births. Only rotations on a single rank are thinned; noise layers,
 // structural builds (no coefficients) and runs on several MPI ranks raise.
 #pragma once
 
@@ -104,9 +106,10 @@ void Propagator<A, W, I>::fit_births(const LayerPlan& plan, Column<double>** val
   const std::uint64_t room = limit > expected ? limit - expected : 0;
   // Held terms are never dropped: the layer stops only when it passes the
   // budget without any new term (the lookups' room aside, which only steers
-  // how many births are kept).
+  // how many births are kept). A layer that adds nothing goes on, as a grant
+  // of nothing does.
   const std::size_t least = bytes(top(0), false);
-  if (expected > limit || least > room)
+  if (least > room)
     throw MemoryBudgetError(std::string(plan.operation) + " stopped at layer " + std::to_string(plan.layer + 1) +
                             " of " + std::to_string(plan.layers) + ": even without any of its " +
                             std::to_string(births) + " new terms it would need about " + format_bytes(least) +

@@ -1,5 +1,6 @@
 #include "memory_budget.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -143,16 +144,32 @@ void MemoryBudget::start() {
 }
 
 void MemoryBudget::refresh() {
-  resident_ = resident_bytes();
+  resident_.store(resident_bytes(), std::memory_order_relaxed);
   granted_.store(0, std::memory_order_relaxed);
+  const std::lock_guard<std::mutex> lock(reclaiming_);
+  reclaimed_ = false;
+}
+
+bool MemoryBudget::try_grant(std::uint64_t bytes) {
+  const std::uint64_t before = granted_.fetch_add(bytes, std::memory_order_relaxed);
+  if (resident_.load(std::memory_order_relaxed) + before + bytes <= limit_) return true;
+  granted_.fetch_sub(bytes, std::memory_order_relaxed);
+  return false;
 }
 
 bool MemoryBudget::grant(std::uint64_t bytes) {
-  if (bytes == 0) return true;
-  const std::uint64_t before = granted_.fetch_add(bytes, std::memory_order_relaxed);
-  if (resident_ + before + bytes <= limit_) return true;
-  granted_.fetch_sub(bytes, std::memory_order_relaxed);
-  return false;
+  if (bytes == 0 || try_grant(bytes)) return true;
+  {
+    const std::lock_guard<std::mutex> lock(reclaiming_);
+    if (!reclaimed_) {
+      reclaimed_ = true;
+      malloc_trim(0);
+      // What was granted since the last reading and is allocated by now
+      // counts twice: a refusal errs on the safe side.
+      resident_.store(resident_bytes(), std::memory_order_relaxed);
+    }
+  }
+  return try_grant(bytes);
 }
 
 std::string MemoryBudget::describe() const {

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -48,7 +49,8 @@ class MemoryBudget {
         from_available_(other.from_available_),
         limit_(other.limit_),
         available_(other.available_),
-        held_(other.held_) {}
+        held_(other.held_),
+        resident_(other.resident_.load(std::memory_order_relaxed)) {}
   MemoryBudget& operator=(const MemoryBudget& other) {
     given_ = other.given_;
     from_environment_ = other.from_environment_;
@@ -56,6 +58,7 @@ class MemoryBudget {
     limit_ = other.limit_;
     available_ = other.available_;
     held_ = other.held_;
+    resident_.store(other.resident_.load(std::memory_order_relaxed), std::memory_order_relaxed);
     return *this;
   }
 
@@ -68,10 +71,15 @@ class MemoryBudget {
   // Reads the resident memory afresh (between layers, on one thread).
   void refresh();
   // Grants `bytes` more (thread-safe); returns false, granting nothing, when
-  // the process would pass the limit.
+  // the process would pass the limit. Before it refuses, it hands the heap's
+  // free pages back to the system and reads the resident memory again, once
+  // a reading: pages malloc keeps after a free count as resident, and would
+  // refuse a layer that fits.
   bool grant(std::uint64_t bytes);
   // resident + granted: what the process would hold.
-  std::uint64_t expected() const { return resident_ + granted_.load(std::memory_order_relaxed); }
+  std::uint64_t expected() const {
+    return resident_.load(std::memory_order_relaxed) + granted_.load(std::memory_order_relaxed);
+  }
   bool granted_any() const { return granted_.load(std::memory_order_relaxed) != 0; }
   // Where the limit comes from and how to change it, for messages:
   // "memory budget of 1.2 GB (...)".
@@ -85,8 +93,12 @@ class MemoryBudget {
   bool from_available_ = false;  // the default, and set by the available memory
   std::uint64_t limit_ = 0;
   std::uint64_t available_ = 0, held_ = 0;  // the default's readings
-  std::uint64_t resident_ = 0;
+  std::atomic<std::uint64_t> resident_{0};
   std::atomic<std::uint64_t> granted_{0};
+  std::mutex reclaiming_;
+  bool reclaimed_ = false;  // since the last reading, under reclaiming_
+
+  bool try_grant(std::uint64_t bytes);
 };
 
 // Resident memory of this process, in bytes (0 where it cannot be read).
