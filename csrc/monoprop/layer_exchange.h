@@ -49,7 +49,7 @@ void Propagator<A, W, I>::sort_incoming(int t, Team& team, const LayerPlan& plan
 // Shard s looks up the incoming lookups it owns (counting their births), like
 // its own shards' lookups in resolve().
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::resolve_incoming(int s, const LayerPlan& plan) {
+void Propagator<A, W, I>::resolve_incoming(int s, const LayerPlan& plan, const double* c) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
   std::vector<std::size_t> mine;
   for (const int r : plan.peers) {
@@ -68,7 +68,7 @@ void Propagator<A, W, I>::resolve_incoming(int s, const LayerPlan& plan) {
             return;
           }
           in.found = static_cast<std::uint32_t>(b);
-          in.answer = found(me, in.found, plan);
+          in.answer = found(me, in.found, plan, c);
         });
   }
 }

@@ -172,10 +172,10 @@ void Propagator<A, W, I>::drop_births(const LayerPlan& plan, Column<double>** va
       me.flags.clear(a);
       // As scan() does for a quiet term: propagate counts its dropped sine
       // branch in settle() (truncation_error), then it is scaled by cos.
-      if (plan.track) me.moved.push_back(std::abs(plan.sn * c[a]));
+      if (plan.track) me.quiet_drops.add(plan.sn * c[a]);
       c[a] *= plan.cs;
     }
-    if (plan.record || plan.track) me.quiet.append(dropped.data(), dropped.size());
+    if (plan.record) me.quiet.append(dropped.data(), dropped.size());
   }
   for (std::size_t o = 0; o < shards; ++o) {
     Shard& owner = shards_[o];

@@ -40,9 +40,9 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   // A term is quiet at most once a layer: room for every term, of which only
   // the pages written become resident (column.h).
   me.quiet.clear();
-  me.moved.clear();
-  if (plan.record || plan.track) me.quiet.reserve(n);
-  if (plan.track) me.moved.reserve(n);
+  if (plan.record) me.quiet.reserve(n);
+  me.quiet_drops = {};
+  me.found_drops = {};
   for (auto& out : me.outbox) out.clear();
   for (auto& out : me.late) out.clear();
   for (auto& out : me.remote_out) out.clear();
@@ -53,29 +53,50 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   // A memory truncation raises lower_atol for the rest of the operation (layer_fit.h).
   std::optional<double> atol = t.lower_atol;
   if (raised_atol_ && (!atol || *raised_atol_ > *atol)) atol = raised_atol_;
-  const bool lower = c && atol;
-  const double lower_atol = lower ? *atol : 0.0;
-  // Copies the hot loop keeps in registers: a store to c[i] could otherwise
-  // alias the plan's doubles and force a reload after every scaled term.
-  const double sn = plan.sn, cs = plan.cs;
-  const bool capped = plan.k.has_value(), scales = plan.kind == LayerKind::Damp || plan.kind == LayerKind::Select;
-  // A Transfer leaves its quiet terms as they are (cs = 1), but records them
-  // as cos entries all the same: each drops its transfer sn * c_a, which a
-  // bounded replay counts (replay.h).
-  const bool record = plan.record, track = plan.track;
+  // What the hot loop reads for every term. A Transfer leaves its quiet
+  // terms as they are (cs = 1), but records them as cos entries all the
+  // same: each drops its transfer sn * c_a, which a bounded replay counts
+  // (replay.h).
+  struct Rule {
+    double* c;
+    double sn, cs, lower_atol;
+    bool lower, capped, scales, record, track;
+  };
+  const Rule rule{c,
+                  plan.sn,
+                  plan.cs,
+                  c && atol ? *atol : 0.0,
+                  c && atol,
+                  plan.k.has_value(),
+                  plan.kind == LayerKind::Damp || plan.kind == LayerKind::Select,
+                  plan.record,
+                  plan.track};
   ActiveBatch batch;
   auto visit = [&](std::size_t w, std::uint64_t hits) {
+    // A copy in registers: through the capture, each number would be read
+    // again after every store to c, which might alias it.
+    const Rule r = rule;
+    // The word's dropped sine branches, summed in registers and added to the
+    // shard's sums when the word is done: a running sum through memory would
+    // chain every quiet term to the last.
+    rotation::V2 drops = {};
+    unsigned n_drops = 0;
     for (; hits; hits &= hits - 1) {
       const auto i = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(hits)));
-      if (scales) {                              // a noise scaling: every term it marks is quiet
-        quiet(me, c, i, cs, sn, record, false);  // exact: nothing dropped
+      if (r.scales) {                                    // a noise scaling: every term it marks is quiet
+        quiet(me, r.c, i, r.cs, r.sn, r.record, false);  // exact: nothing dropped
         continue;
       }
-      if (capped && (plan.frame ? plan.truth(me.keys.key(i)).length() : me.keys.length(i)) > *plan.k)
+      if (r.capped && (plan.frame ? plan.truth(me.keys.key(i)).length() : me.keys.length(i)) > *plan.k)
         continue;  // untouched
-      const double moved = c ? std::abs(sn * c[i]) : 0.0;
-      if (lower && !(moved > lower_atol)) {
-        quiet(me, c, i, cs, sn, record, track);
+      const double moved = r.c ? std::abs(r.sn * r.c[i]) : 0.0;
+      if (r.lower && !(moved > r.lower_atol)) {  // quiet(), with the sum kept here
+        if (r.track) {
+          drops += rotation::V2{moved, moved * moved};
+          ++n_drops;
+        }
+        r.c[i] *= r.cs;
+        if (r.record) me.quiet.push_reserved(i);
         continue;
       }
       me.keys.prefetch_row(static_cast<I>(i));
@@ -83,6 +104,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
       batch.moved[batch.size] = moved;
       if (++batch.size == ActiveBatch::kSize) test_partners(s, plan, c, batch);
     }
+    if (n_drops) me.quiet_drops.add_word(w, drops, n_drops);
   };
   constexpr std::size_t ahead = 4;
   std::size_t ring_word[ahead];
@@ -110,15 +132,15 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   test_partners(s, plan, c, batch);
 }
 
-// A quiet term: scaled by cos right away where coefficients are evolved, and
-// listed when the layer is recorded (its cos entry, unless a lookup finds it)
-// or tracked (its dropped sine branch |sn * c| before the scaling, counted
-// in settle() unless a lookup finds it).
+// A quiet term: scaled by cos right away where coefficients are evolved,
+// listed when the layer is recorded (its cos entry, unless a lookup finds it),
+// and where tracked its sine branch |sn * c| before the scaling is summed as
+// dropped (found() takes it back if a lookup finds the term).
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::quiet(Shard& me, double* c, std::uint32_t i, double cs, double sn, bool record, bool track) {
-  if (track) me.moved.push_reserved(std::abs(sn * c[i]));
+  if (track) me.quiet_drops.add(sn * c[i]);
   if (c) c[i] *= cs;
-  if (record || track) me.quiet.push_reserved(i);
+  if (record) me.quiet.push_reserved(i);
 }
 
 // The batch's active terms build their partners and test them against the

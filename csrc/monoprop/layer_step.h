@@ -27,12 +27,13 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const LayerPlan& plan, 
     sort_incoming(t, team, plan);
     team.sync(t);
   }
+  auto own = [&](int s) -> const double* { return values ? values[s]->data() : nullptr; };
   team.each(t, [&](int s) {
-    resolve(s, plan, false);
+    resolve(s, plan, false, own(s));
     post_late(s);
   });
   team.sync(t);
-  team.each(t, [&](int s) { resolve(s, plan, true); });
+  team.each(t, [&](int s) { resolve(s, plan, true, own(s)); });
   if (fits_by_truncation(plan, values)) {  // the rank's births are weighed together (layer_fit.h)
     team.sync(t);
     if (t == 0) fit_births(plan, values);
@@ -69,7 +70,7 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const LayerPlan& plan, 
 // second only when no lookup found its term (post_late), so that then its
 // partner is quiet or absent.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan, bool late) {
+void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan, bool late, const double* c) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
   if (!late) {
     me.born = 0;
@@ -91,10 +92,10 @@ void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan, bool late) {
             return;
           }
           q.b = static_cast<std::uint32_t>(b);
-          q.answer = found(me, q.b, plan);
+          q.answer = found(me, q.b, plan, c);
         });
   }
-  if (!late && !plan.peers.empty()) resolve_incoming(s, plan);
+  if (!late && !plan.peers.empty()) resolve_incoming(s, plan, c);
 }
 
 // Keeps the held-back lookups of shard s's upper terms that no lookup found.
@@ -111,16 +112,21 @@ void Propagator<A, W, I>::post_late(int s) {
 
 // The answer for a lookup that found term b of shard `me`. A quiet b becomes
 // the partner in the asker's pair, so it gets no cos entry of its own: a
-// recording layer marks it (settle() clears the mark as it passes b).
+// recording layer marks it (settle() clears the mark as it passes b), and a
+// tracking one takes its sine branch back from the dropped sum: c[b], scaled
+// by the scan, is divided back to the value the scan weighed.
 template <typename A, int W, typename I>
-auto Propagator<A, W, I>::found(Shard& me, std::uint32_t b, const LayerPlan& plan) -> Answer {
+auto Propagator<A, W, I>::found(Shard& me, std::uint32_t b, const LayerPlan& plan, const double* c) -> Answer {
   if (plan.transfer()) return Answer::Found;   // b is in no list of the layer but this entry
   if (me.flags.test(b, TermFlags::kAsking)) {  // an upper term: see resolve()
     me.flags.set(b, TermFlags::kMarked);
     return Answer::FoundAsking;
   }
-  const bool untouched = plan.k && me.keys.length(b) > *plan.k;  // in no list of this layer
-  if ((plan.record || plan.track) && !untouched) me.flags.set(b, TermFlags::kMarked);
+  // In no list of this layer: the scan's test.
+  const bool untouched = plan.k && (plan.frame ? plan.truth(me.keys.key(b)).length() : me.keys.length(b)) > *plan.k;
+  if (untouched) return Answer::Found;
+  if (plan.record) me.flags.set(b, TermFlags::kMarked);
+  if (plan.track) me.found_drops.add(plan.sn * (c[b] * plan.inverse_cs));
   return Answer::Found;
 }
 
@@ -195,24 +201,26 @@ void Propagator<A, W, I>::settle(int s, const LayerPlan& plan, Column<double>** 
   Shard& me = shards_[static_cast<std::size_t>(s)];
   ShardLayer layer;
   me.staging.clear();
-  if (record || plan.track) {
+  // A tracked quiet term that no lookup found drops its sine branch: the
+  // bound adds |sn * c| and the estimate its square. The found ones rotate:
+  // found() ran on this shard, the owner of the term, so the difference is
+  // what this shard's terms dropped, >= 0 but for rounding (and exactly 0
+  // when every quiet term was found).
+  if (plan.track && me.found_drops.count() < me.quiet_drops.count()) {
+    const Dropped quiet = me.quiet_drops.at(1.0), found = me.found_drops.at(1.0);  // weights are sn * c already
+    me.dropped += Dropped{std::max(0.0, quiet.sum - found.sum), std::max(0.0, quiet.squares - found.squares)};
+  }
+  if (record) {
     SectionWriter& cos = me.writers[0];
     cos.start();
-    // A tracked quiet term that no lookup found drops its sine branch: the
-    // bound adds |sn * c| and the estimate its square. One that a lookup
-    // found drops nothing: its weight becomes 0 before the sums.
-    const bool track = plan.track;
     for (std::size_t k = 0; k < me.quiet.size(); ++k) {
       const std::uint32_t a = me.quiet[k];
-      if (me.flags.test(a, TermFlags::kMarked)) {
+      if (me.flags.test(a, TermFlags::kMarked))
         me.flags.clear(a);
-        if (track) me.moved[k] = 0.0;
-        continue;
-      }
-      if (record) cos.cos(a);
+      else
+        cos.cos(a);
     }
-    if (track) me.dropped += DropSum::over(me.moved.data(), me.moved.size()).at(1.0);  // weights are |sn * c| already
-    if (record) cos.append_to(me.staging, layer.cos);
+    cos.append_to(me.staging, layer.cos);
   }
   for (std::size_t o = 0; o < shards_.size(); ++o) {  // the lookups of each round make a part
     settle_part(s, o, me.outbox[o], plan, values, record ? &layer : nullptr);

@@ -236,9 +236,12 @@ class Propagator final : public MonomialPropagator {
     Column<double> work;     // coefficients of a build at its seed
     // Scratch of the layer being applied.
     TermFlags flags;
-    Column<std::uint32_t> quiet;                 // anticommuting but not asking, ascending
-    Column<double> moved;                        // tracked: |sn * c| of each quiet term, before scaling
-    Dropped dropped;                             // what propagate dropped on this shard so far
+    Column<std::uint32_t> quiet;  // recorded: anticommuting but not asking, ascending
+    // Tracked: the sine branches |sn * c| (before the scaling) of this
+    // layer's quiet terms, and of those a lookup found, which rotate after
+    // all: the layer drops the difference (settle()).
+    DropSum quiet_drops, found_drops;
+    Dropped dropped;  // what propagate dropped on this shard so far; the sum over shards is >= 0 up to rounding
     SectionWriter writers[4];                    // cos, births, pairs, halves of the part being recorded
     std::vector<std::uint8_t> staging;           // the bytes of the layer being recorded
     std::vector<std::vector<Query>> outbox;      // by owner shard (this shard's own included)
@@ -260,7 +263,6 @@ class Propagator final : public MonomialPropagator {
       work.release();
       flags.release();
       quiet.release();
-      moved.release();
       give_back(births);
       give_back(staging);
       give_back(birth_hashes);
@@ -354,9 +356,10 @@ class Propagator final : public MonomialPropagator {
   static void quiet(Shard& me, double* c, std::uint32_t i, double cs, double sn, bool record, bool track);
   void test_partners(int s, const LayerPlan& plan, double* c, ActiveBatch& batch);
   void ask(Shard& me, const LayerPlan& plan, std::uint32_t i, const Key& key, const Key& partner);
-  void resolve(int s, const LayerPlan& plan, bool late);
+  // `c`: shard s's coefficients where they are evolved, else null.
+  void resolve(int s, const LayerPlan& plan, bool late, const double* c);
   void post_late(int s);
-  Answer found(Shard& me, std::uint32_t b, const LayerPlan& plan);
+  Answer found(Shard& me, std::uint32_t b, const LayerPlan& plan, const double* c);
   void check_growth(int s, const LayerPlan& plan, bool evolving);
   // on_memory_limit="truncate" (layer_fit.h).
   bool fits_by_truncation(const LayerPlan& plan, Column<double>** values) const;
@@ -380,7 +383,7 @@ class Propagator final : public MonomialPropagator {
   // The rank exchange of a layer (layer_exchange.h); no-ops on one rank.
   void send_lookups(const LayerPlan& plan);
   void sort_incoming(int t, Team& team, const LayerPlan& plan);
-  void resolve_incoming(int s, const LayerPlan& plan);
+  void resolve_incoming(int s, const LayerPlan& plan, const double* c);
   void answer_lookups(const LayerPlan& plan, RemoteLayer& remote);
   void unscale_remote(int s, const RemoteLayer& remote, const LayerPlan& plan, double* const* c) const;
   void apply_circuit(int t, Team& team, const CircuitPlan& circuit, const std::vector<double>* theta,

@@ -100,24 +100,13 @@ class DropSum {
     lane += v;
   }
   rotation::V2& lane(int k) { return lane_[k]; }
-  // The sums over x[0..n), four entries at a time, each into its own lane.
-  static DropSum over(const double* x, std::size_t n) {
-    DropSum sum;
-    rotation::V2 l0 = {}, l1 = {}, l2 = {}, l3 = {};
-    std::size_t k = 0;
-    for (; k + 4 <= n; k += 4) {
-      add(x[k], l0);
-      add(x[k + 1], l1);
-      add(x[k + 2], l2);
-      add(x[k + 3], l3);
-    }
-    for (; k < n; ++k) add(x[k], l0);
-    sum.lane_[0] = l0;
-    sum.lane_[1] = l1;
-    sum.lane_[2] = l2;
-    sum.lane_[3] = l3;
-    return sum;
+  // Adds n values whose sums (|x|, x^2) are `sums` into lane w % 4.
+  void add_word(std::size_t w, const rotation::V2& sums, unsigned n) {
+    lane_[w & 3] += sums;
+    k_ += n;
   }
+  // How many values it took.
+  unsigned count() const { return k_; }
   // What the layer dropped at sin sn.
   Dropped at(double sn) const {
     const rotation::V2 s = (lane_[0] + lane_[1]) + (lane_[2] + lane_[3]);
