@@ -49,7 +49,7 @@ void Propagator<A, W, I>::sort_incoming(int t, Team& team, const LayerPlan& plan
 // Shard s looks up the incoming lookups it owns (counting their births), like
 // its own shards' lookups in resolve().
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::resolve_incoming(int s, const LayerPlan& plan, const double* c) {
+void Propagator<A, W, I>::resolve_incoming(int s, const LayerPlan& plan) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
   std::vector<std::size_t> mine;
   for (const int r : plan.peers) {
@@ -68,7 +68,7 @@ void Propagator<A, W, I>::resolve_incoming(int s, const LayerPlan& plan, const d
             return;
           }
           in.found = static_cast<std::uint32_t>(b);
-          in.answer = found(me, in.found, plan, c);
+          in.answer = found(me, in.found, plan);
         });
   }
 }
@@ -151,14 +151,16 @@ void Propagator<A, W, I>::answer_lookups(const LayerPlan& plan, RemoteLayer& rem
 // scaled this rank's quiet terms already (layer_scan.h); undo that for those
 // in a shared pair.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::unscale_remote(int s, const RemoteLayer& remote, const LayerPlan& plan,
-                                         double* const* c) const {
-  const Shard& me = shards_[static_cast<std::size_t>(s)];
+void Propagator<A, W, I>::unscale_remote(int s, const RemoteLayer& remote, const LayerPlan& plan, double* const* c) {
+  Shard& me = shards_[static_cast<std::size_t>(s)];
   for (const RemoteBlock& b : remote.blocks)
     for (std::size_t e = 0; e < b.size(); ++e)
       if (b.shards[e] == static_cast<std::uint32_t>(s) && (b.codes[e] == 1 || b.codes[e] == -1) &&
-          b.slots[e] < me.flags.size() && !me.flags.test(b.slots[e], TermFlags::kAsking))  // born terms start at 0
-        c[s][b.slots[e]] *= plan.inverse_cs;
+          b.slots[e] < me.flags.size() && !me.flags.test(b.slots[e], TermFlags::kAsking)) {  // born terms start at 0
+        double& y = c[s][b.slots[e]];
+        y *= plan.inverse_cs;
+        if (plan.track) me.found_drops.add(plan.sn * y);  // a quiet term found rotates: see settle_part()
+      }
 }
 
 }  // namespace monoprop

@@ -41,8 +41,6 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   // the pages written become resident (column.h).
   me.quiet.clear();
   if (plan.record) me.quiet.reserve(n);
-  me.quiet_drops = {};
-  me.found_drops = {};
   for (auto& out : me.outbox) out.clear();
   for (auto& out : me.late) out.clear();
   for (auto& out : me.remote_out) out.clear();
@@ -80,7 +78,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
     // shard's sums when the word is done: a running sum through memory would
     // chain every quiet term to the last.
     rotation::V2 drops = {};
-    unsigned n_drops = 0;
+    std::size_t n_drops = 0;
     for (; hits; hits &= hits - 1) {
       const auto i = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(hits)));
       if (r.scales) {                                    // a noise scaling: every term it marks is quiet
@@ -104,7 +102,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
       batch.moved[batch.size] = moved;
       if (++batch.size == ActiveBatch::kSize) test_partners(s, plan, c, batch);
     }
-    if (n_drops) me.quiet_drops.add_word(w, drops, n_drops);
+    if (n_drops) me.quiet_drops.add_sums(w, drops, n_drops);
   };
   constexpr std::size_t ahead = 4;
   std::size_t ring_word[ahead];
@@ -135,7 +133,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
 // A quiet term: scaled by cos right away where coefficients are evolved,
 // listed when the layer is recorded (its cos entry, unless a lookup finds it),
 // and where tracked its sine branch |sn * c| before the scaling is summed as
-// dropped (found() takes it back if a lookup finds the term).
+// dropped (settle_part() takes it back if a lookup finds the term).
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::quiet(Shard& me, double* c, std::uint32_t i, double cs, double sn, bool record, bool track) {
   if (track) me.quiet_drops.add(sn * c[i]);

@@ -27,13 +27,12 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const LayerPlan& plan, 
     sort_incoming(t, team, plan);
     team.sync(t);
   }
-  auto own = [&](int s) -> const double* { return values ? values[s]->data() : nullptr; };
   team.each(t, [&](int s) {
-    resolve(s, plan, false, own(s));
+    resolve(s, plan, false);
     post_late(s);
   });
   team.sync(t);
-  team.each(t, [&](int s) { resolve(s, plan, true, own(s)); });
+  team.each(t, [&](int s) { resolve(s, plan, true); });
   if (fits_by_truncation(plan, values)) {  // the rank's births are weighed together (layer_fit.h)
     team.sync(t);
     if (t == 0) fit_births(plan, values);
@@ -70,7 +69,7 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const LayerPlan& plan, 
 // second only when no lookup found its term (post_late), so that then its
 // partner is quiet or absent.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan, bool late, const double* c) {
+void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan, bool late) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
   if (!late) {
     me.born = 0;
@@ -92,10 +91,10 @@ void Propagator<A, W, I>::resolve(int s, const LayerPlan& plan, bool late, const
             return;
           }
           q.b = static_cast<std::uint32_t>(b);
-          q.answer = found(me, q.b, plan, c);
+          q.answer = found(me, q.b, plan);
         });
   }
-  if (!late && !plan.peers.empty()) resolve_incoming(s, plan, c);
+  if (!late && !plan.peers.empty()) resolve_incoming(s, plan);
 }
 
 // Keeps the held-back lookups of shard s's upper terms that no lookup found.
@@ -112,11 +111,9 @@ void Propagator<A, W, I>::post_late(int s) {
 
 // The answer for a lookup that found term b of shard `me`. A quiet b becomes
 // the partner in the asker's pair, so it gets no cos entry of its own: a
-// recording layer marks it (settle() clears the mark as it passes b), and a
-// tracking one takes its sine branch back from the dropped sum: c[b], scaled
-// by the scan, is divided back to the value the scan weighed.
+// recording layer marks it (settle() clears the mark as it passes b).
 template <typename A, int W, typename I>
-auto Propagator<A, W, I>::found(Shard& me, std::uint32_t b, const LayerPlan& plan, const double* c) -> Answer {
+auto Propagator<A, W, I>::found(Shard& me, std::uint32_t b, const LayerPlan& plan) -> Answer {
   if (plan.transfer()) return Answer::Found;   // b is in no list of the layer but this entry
   if (me.flags.test(b, TermFlags::kAsking)) {  // an upper term: see resolve()
     me.flags.set(b, TermFlags::kMarked);
@@ -124,9 +121,7 @@ auto Propagator<A, W, I>::found(Shard& me, std::uint32_t b, const LayerPlan& pla
   }
   // In no list of this layer: the scan's test.
   const bool untouched = plan.k && (plan.frame ? plan.truth(me.keys.key(b)).length() : me.keys.length(b)) > *plan.k;
-  if (untouched) return Answer::Found;
-  if (plan.record) me.flags.set(b, TermFlags::kMarked);
-  if (plan.track) me.found_drops.add(plan.sn * (c[b] * plan.inverse_cs));
+  if (plan.record && !untouched) me.flags.set(b, TermFlags::kMarked);
   return Answer::Found;
 }
 
@@ -201,15 +196,6 @@ void Propagator<A, W, I>::settle(int s, const LayerPlan& plan, Column<double>** 
   Shard& me = shards_[static_cast<std::size_t>(s)];
   ShardLayer layer;
   me.staging.clear();
-  // A tracked quiet term that no lookup found drops its sine branch: the
-  // bound adds |sn * c| and the estimate its square. The found ones rotate:
-  // found() ran on this shard, the owner of the term, so the difference is
-  // what this shard's terms dropped, >= 0 but for rounding (and exactly 0
-  // when every quiet term was found).
-  if (plan.track && me.found_drops.count() < me.quiet_drops.count()) {
-    const Dropped quiet = me.quiet_drops.at(1.0), found = me.found_drops.at(1.0);  // weights are sn * c already
-    me.dropped += Dropped{std::max(0.0, quiet.sum - found.sum), std::max(0.0, quiet.squares - found.squares)};
-  }
   if (record) {
     SectionWriter& cos = me.writers[0];
     cos.start();
@@ -250,6 +236,10 @@ void Propagator<A, W, I>::settle_part(int s, std::size_t o, const std::vector<Qu
     halves.start(width);
   }
   constexpr std::size_t ahead = 16;  // the coefficients of the lookup this far on are asked for
+  // A quiet partner found rotates after all: its sine branch, counted as
+  // dropped by its scan, is taken back (summed here, in registers).
+  rotation::V2 found = {};
+  std::size_t n_found = 0;
   for (std::size_t k = 0; k < queries.size(); ++k) {
     if ((k & 4095) == 0) interrupts_.poll(s == 0, 4096);
     const Query& q = queries[k];
@@ -266,7 +256,12 @@ void Propagator<A, W, I>::settle_part(int s, std::size_t o, const std::vector<Qu
       if (is_half) {
         rotation::receive(x, y, plan.cs, plan.sn, q.sign);
       } else {
-        if (q.answer == Answer::Found) y *= plan.inverse_cs;  // undo the scan's scaling of a quiet partner
+        if (q.answer == Answer::Found) {
+          y *= plan.inverse_cs;  // undo the scan's scaling of a quiet partner
+          const double taken = plan.sn * y;
+          found += rotation::V2{std::abs(taken), taken * taken};
+          ++n_found;
+        }
         rotation::rotate(x, y, plan.cs, plan.sn, q.sign);
       }
     }
@@ -278,6 +273,7 @@ void Propagator<A, W, I>::settle_part(int s, std::size_t o, const std::vector<Qu
       (is_half ? halves : pairs).pair(q.a, q.b, q.sign);
     }
   }
+  if (plan.track) me.found_drops.add_sums(o, found, n_found);
   if (!layer) return;
   births.append_to(me.staging, part.births);
   pairs.append_to(me.staging, part.pairs);

@@ -200,7 +200,7 @@ class Propagator final : public MonomialPropagator {
     double inverse_cs = 1.0;       // 1 / cs: never infinite, as cos of a double angle is never 0
     bool informed = false;         // coefficients steer truncation
     bool record = false;           // the layer goes into the graph
-    bool track = false;            // propagate sums the sine branches it drops (Shard::dropped)
+    bool track = false;            // propagate sums the sine branches it drops (Shard::quiet_drops)
     std::optional<int> k;          // only_rotate_len_k
     const Frame* frame = nullptr;  // when truncation measures keys in a Clifford frame
     // The term a held key stands for, up to sign: what truncation measures.
@@ -237,11 +237,12 @@ class Propagator final : public MonomialPropagator {
     // Scratch of the layer being applied.
     TermFlags flags;
     Column<std::uint32_t> quiet;  // recorded: anticommuting but not asking, ascending
-    // Tracked: the sine branches |sn * c| (before the scaling) of this
-    // layer's quiet terms, and of those a lookup found, which rotate after
-    // all: the layer drops the difference (settle()).
+    // Tracked, over the operation: the sine branches |sn * c| (before the
+    // scaling) of the quiet terms of this shard's scans, and of the quiet
+    // partners its lookups found (settle_part(), unscale_remote()), which
+    // rotate after all. What was dropped is the difference over all shards
+    // (dropped_in_call()).
     DropSum quiet_drops, found_drops;
-    Dropped dropped;  // what propagate dropped on this shard so far; the sum over shards is >= 0 up to rounding
     SectionWriter writers[4];                    // cos, births, pairs, halves of the part being recorded
     std::vector<std::uint8_t> staging;           // the bytes of the layer being recorded
     std::vector<std::vector<Query>> outbox;      // by owner shard (this shard's own included)
@@ -356,10 +357,9 @@ class Propagator final : public MonomialPropagator {
   static void quiet(Shard& me, double* c, std::uint32_t i, double cs, double sn, bool record, bool track);
   void test_partners(int s, const LayerPlan& plan, double* c, ActiveBatch& batch);
   void ask(Shard& me, const LayerPlan& plan, std::uint32_t i, const Key& key, const Key& partner);
-  // `c`: shard s's coefficients where they are evolved, else null.
-  void resolve(int s, const LayerPlan& plan, bool late, const double* c);
+  void resolve(int s, const LayerPlan& plan, bool late);
   void post_late(int s);
-  Answer found(Shard& me, std::uint32_t b, const LayerPlan& plan, const double* c);
+  Answer found(Shard& me, std::uint32_t b, const LayerPlan& plan);
   void check_growth(int s, const LayerPlan& plan, bool evolving);
   // on_memory_limit="truncate" (layer_fit.h).
   bool fits_by_truncation(const LayerPlan& plan, Column<double>** values) const;
@@ -383,9 +383,9 @@ class Propagator final : public MonomialPropagator {
   // The rank exchange of a layer (layer_exchange.h); no-ops on one rank.
   void send_lookups(const LayerPlan& plan);
   void sort_incoming(int t, Team& team, const LayerPlan& plan);
-  void resolve_incoming(int s, const LayerPlan& plan, const double* c);
+  void resolve_incoming(int s, const LayerPlan& plan);
   void answer_lookups(const LayerPlan& plan, RemoteLayer& remote);
-  void unscale_remote(int s, const RemoteLayer& remote, const LayerPlan& plan, double* const* c) const;
+  void unscale_remote(int s, const RemoteLayer& remote, const LayerPlan& plan, double* const* c);
   void apply_circuit(int t, Team& team, const CircuitPlan& circuit, const std::vector<double>* theta,
                      std::int32_t parameter_shift, Column<double>** values, std::vector<Graph>* record,
                      std::vector<RemoteLayer>* remote_record, std::optional<int> k);
@@ -434,8 +434,12 @@ class Propagator final : public MonomialPropagator {
   // (Heisenberg), or the sum of |h| over the observable's non-identity terms
   // (Schrodinger; propagator_replay.h).
   double error_scale() const;
-  // What the running propagate or build has dropped so far (progress reports).
-  double dropped_so_far() const;
+  // What the running propagate (or seeded build) has dropped so far on this
+  // rank: raw weights, and dropped_so_far() in the value's units (progress
+  // reports).
+  Dropped dropped_in_call() const;
+  double dropped_so_far();
+  double reported_dropped_ = 0.0;  // the largest dropped_so_far() of the call
   // The value and gradient; with `total`, as evaluate.
   double evaluate_gradient(const std::vector<double>& parameters, std::vector<double>& gradient, double pare,
                            const std::vector<std::int32_t>* mapping, Dropped* total) const;

@@ -71,13 +71,31 @@ void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitPlan& ci
   }
 }
 
-// What this call has dropped so far on this rank, in the value's units
-// (error_scale), folded in ascending shard order: the progress bar's bound.
+// What this call has dropped so far on this rank: the quiet terms' sine
+// branches less those of the quiet partners found, folded in ascending shard
+// order. Each term found is one counted as quiet, so the difference is >= 0
+// but for rounding, and exactly 0 when every quiet term was found.
 template <typename A, int W, typename I>
-double Propagator<A, W, I>::dropped_so_far() const {
-  double sum = 0.0;
-  for (const Shard& shard : shards_) sum += shard.dropped.sum;
-  return error_scale() * sum;
+Dropped Propagator<A, W, I>::dropped_in_call() const {
+  Dropped quiet, found;
+  std::size_t n_quiet = 0, n_found = 0;
+  for (const Shard& shard : shards_) {
+    quiet += shard.quiet_drops.at(1.0);  // the weights are sn * c already
+    found += shard.found_drops.at(1.0);
+    n_quiet += shard.quiet_drops.count();
+    n_found += shard.found_drops.count();
+  }
+  if (n_found >= n_quiet) return {};
+  return {std::max(0.0, quiet.sum - found.sum), std::max(0.0, quiet.squares - found.squares)};
+}
+
+// The same in the value's units, for the progress bar: never less than it
+// showed before (what a layer drops is >= 0; the difference of the sums may
+// wobble by rounding).
+template <typename A, int W, typename I>
+double Propagator<A, W, I>::dropped_so_far() {
+  reported_dropped_ = std::max(reported_dropped_, error_scale() * dropped_in_call().sum);
+  return reported_dropped_;
 }
 
 // The rotations with Clifford layers folded into the frame (clifford_frame.h).
@@ -196,7 +214,8 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
     budget_.start();
     raised_atol_.reset();
     truncating_.clear();
-    for (Shard& shard : shards_) shard.dropped = {};
+    reported_dropped_ = 0.0;
+    for (Shard& shard : shards_) shard.quiet_drops = shard.found_drops = {};
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
         apply_circuit(t, team, plan, &parameters, 0, values.data(), nullptr, nullptr, k);
@@ -208,8 +227,8 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
     }
     raised_atol_.reset();
     truncations_.swap(truncating_);
-    frame_ = start_frame_ = plan.after;                         // the graph is empty: it starts here
-    for (const Shard& shard : shards_) held_ += shard.dropped;  // ascending shard order
+    frame_ = start_frame_ = plan.after;  // the graph is empty: it starts here
+    held_ += dropped_in_call();
     if (k) unbounded_ = true;
     for (Shard& shard : shards_) {
       shard.n_base = shard.keys.size();
@@ -267,7 +286,9 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
     budget_.start();
     raised_atol_.reset();
     truncating_.clear();
-    for (Shard& shard : shards_) shard.dropped = {};  // the progress bar's bound (a graph keeps its own)
+    reported_dropped_ = 0.0;
+    for (Shard& shard : shards_)
+      shard.quiet_drops = shard.found_drops = {};  // the progress bar's bound (a graph keeps its own)
     std::vector<double*> c(shards_.size());
     const ReplayView shard_view = replay_view(nullptr);  // the seed's values by shard, for the build
     try {

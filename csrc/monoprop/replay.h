@@ -100,13 +100,13 @@ class DropSum {
     lane += v;
   }
   rotation::V2& lane(int k) { return lane_[k]; }
-  // Adds n values whose sums (|x|, x^2) are `sums` into lane w % 4.
-  void add_word(std::size_t w, const rotation::V2& sums, unsigned n) {
+  // Adds n values whose sums (|x|, x^2) are `sums`, into lane w % 4.
+  void add_sums(std::size_t w, const rotation::V2& sums, std::size_t n) {
     lane_[w & 3] += sums;
     k_ += n;
   }
   // How many values it took.
-  unsigned count() const { return k_; }
+  std::size_t count() const { return k_; }
   // What the layer dropped at sin sn.
   Dropped at(double sn) const {
     const rotation::V2 s = (lane_[0] + lane_[1]) + (lane_[2] + lane_[3]);
@@ -115,7 +115,7 @@ class DropSum {
 
  private:
   rotation::V2 lane_[4] = {};
-  unsigned k_ = 0;
+  std::size_t k_ = 0;
 };
 
 // Forward at (cos, sin) = (cs, sn). With pare > 0 an entry whose moved weight
