@@ -167,18 +167,26 @@ void Propagator<A, W, I>::test_partners(int s, const LayerPlan& plan, double* c,
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::ask(Shard& me, const LayerPlan& plan, std::uint32_t i, const Key& key, const Key& partner) {
   me.flags.set(i, TermFlags::kAsking);
-  const Query q{partner, i, 0, static_cast<std::int8_t>(plan.sign(key)), Answer::Born};
   // A shard that is its rank's only one owns every partner: no hash needed
   // (the lookup computes it).
   const bool single = threads() == 1 && plan.peers.empty();
   const std::uint64_t h = single ? 0 : partner.hash();
+  std::vector<Query>* list = nullptr;
   if (!plan.peers.empty()) {
     const int r = routing_.linear() ? plan.peers[0] : routing_.spread_rank(h);
-    if (r != rank_) return me.remote_out[static_cast<std::size_t>(r)].push_back(q);
+    if (r != rank_) list = &me.remote_out[static_cast<std::size_t>(r)];
   }
   // A Transfer's partner never asks back: no second round.
-  (key.test(plan.top) && !plan.transfer() ? me.late : me.outbox)[single ? 0 : static_cast<std::size_t>(owner(h))]
-      .push_back(q);
+  if (!list)
+    list = &(key.test(plan.top) && !plan.transfer() ? me.late
+                                                    : me.outbox)[single ? 0 : static_cast<std::size_t>(owner(h))];
+  // Written field by field where it lies: a Query built aside and copied
+  // over read its sign and answer back as one word just after their byte
+  // stores, a stalled load per lookup.
+  Query& q = list->emplace_back();
+  q.partner = partner;
+  q.a = i;
+  q.sign = static_cast<std::int8_t>(plan.sign(key));
 }
 
 }  // namespace monoprop
