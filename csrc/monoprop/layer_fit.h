@@ -44,7 +44,7 @@ void Propagator<A, W, I>::fit_births(const LayerPlan& plan, Column<double>** val
   for (const Shard& me : shards_) {
     for (const auto& out : me.outbox) queries += out.size();
     for (const auto& out : me.late) queries += out.size();
-    quiet += me.quiet.size();
+    quiet += me.quiet.size() + me.quiet_late.size();
     births += me.born;
   }
   // Room kept for later layers, which steers how many births are kept: the
@@ -175,7 +175,12 @@ void Propagator<A, W, I>::drop_births(const LayerPlan& plan, Column<double>** va
       if (plan.track) me.quiet_drops.add(plan.sn * c[a]);
       c[a] *= plan.cs;
     }
-    if (plan.record) me.quiet.append(dropped.data(), dropped.size());
+    if (plan.record) {  // into the late list, which stays ascending
+      const std::size_t before = me.quiet_late.size();
+      me.quiet_late.append(dropped.data(), dropped.size());
+      std::inplace_merge(me.quiet_late.data(), me.quiet_late.data() + before,
+                         me.quiet_late.data() + me.quiet_late.size());
+    }
   }
   for (std::size_t o = 0; o < shards; ++o) {
     Shard& owner = shards_[o];

@@ -40,7 +40,11 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   // A term is quiet at most once a layer: room for every term, of which only
   // the pages written become resident (column.h).
   me.quiet.clear();
-  if (plan.record) me.quiet.reserve(n);
+  me.quiet_late.clear();
+  if (plan.record) {
+    me.quiet.reserve(n);
+    me.quiet_late.reserve(n);
+  }
   for (auto& out : me.outbox) out.clear();
   for (auto& out : me.late) out.clear();
   for (auto& out : me.remote_out) out.clear();
@@ -81,8 +85,8 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
     std::size_t n_drops = 0;
     for (; hits; hits &= hits - 1) {
       const auto i = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(hits)));
-      if (r.scales) {                                    // a noise scaling: every term it marks is quiet
-        quiet(me, r.c, i, r.cs, r.sn, r.record, false);  // exact: nothing dropped
+      if (r.scales) {                                              // a noise scaling: every term it marks is quiet
+        quiet(me, me.quiet, r.c, i, r.cs, r.sn, r.record, false);  // exact: nothing dropped
         continue;
       }
       if (r.capped && (plan.frame ? plan.truth(me.keys.key(i)).length() : me.keys.length(i)) > *plan.k)
@@ -135,10 +139,11 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
 // and where tracked its sine branch |sn * c| before the scaling is summed as
 // dropped (settle_part() takes it back if a lookup finds the term).
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::quiet(Shard& me, double* c, std::uint32_t i, double cs, double sn, bool record, bool track) {
+void Propagator<A, W, I>::quiet(Shard& me, Column<std::uint32_t>& list, double* c, std::uint32_t i, double cs,
+                                double sn, bool record, bool track) {
   if (track) me.quiet_drops.add(sn * c[i]);
   if (c) c[i] *= cs;
-  if (record) me.quiet.push_reserved(i);
+  if (record) list.push_reserved(i);
 }
 
 // The batch's active terms build their partners and test them against the
@@ -155,7 +160,7 @@ void Propagator<A, W, I>::test_partners(int s, const LayerPlan& plan, double* c,
     if (measure <= t.cutoff || seen.fully_paired() || (upper && batch.moved[e] > *t.upper_atol))
       ask(me, plan, i, key, partner);
     else
-      quiet(me, c, i, plan.cs, plan.sn, plan.record, plan.track);
+      quiet(me, me.quiet_late, c, i, plan.cs, plan.sn, plan.record, plan.track);
   }
   batch.size = 0;
 }

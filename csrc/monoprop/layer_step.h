@@ -133,7 +133,7 @@ void Propagator<A, W, I>::check_growth(int s, const LayerPlan& plan, bool evolvi
   for (const auto& out : me.outbox) queries += out.size();
   for (const auto& out : me.late) queries += out.size();
   const std::size_t bytes = me.keys.growth_bytes(me.born) + me.born * (sizeof(double) * (evolving ? 2 : 1) + 1) +
-                            (plan.record ? 6 * queries + 2 * me.quiet.size() : 0);
+                            (plan.record ? 6 * queries + 2 * (me.quiet.size() + me.quiet_late.size()) : 0);
   if (budget_.grant(bytes)) return;
   // What on_memory_limit="truncate" would do, or why it did not.
   std::string truncation = " Or pass on_memory_limit=\"truncate\" to drop the smallest new terms.";
@@ -199,8 +199,10 @@ void Propagator<A, W, I>::settle(int s, const LayerPlan& plan, Column<double>** 
   if (record) {
     SectionWriter& cos = me.writers[0];
     cos.start();
-    for (std::size_t k = 0; k < me.quiet.size(); ++k) {
-      const std::uint32_t a = me.quiet[k];
+    const std::uint32_t *x = me.quiet.data(), *x_end = x + me.quiet.size();
+    const std::uint32_t *y = me.quiet_late.data(), *y_end = y + me.quiet_late.size();
+    while (x != x_end || y != y_end) {  // the two lists merged, ascending
+      const std::uint32_t a = y == y_end || (x != x_end && *x < *y) ? *x++ : *y++;
       if (me.flags.test(a, TermFlags::kMarked))
         me.flags.clear(a);
       else

@@ -236,7 +236,11 @@ class Propagator final : public MonomialPropagator {
     Column<double> work;     // coefficients of a build at its seed
     // Scratch of the layer being applied.
     TermFlags flags;
-    Column<std::uint32_t> quiet;  // recorded: anticommuting but not asking, ascending
+    // Recorded: the anticommuting terms that do not ask, each list ascending:
+    // the scan's, and those its batches found past the cutoff (or a memory
+    // truncation dropped), which come later than terms after them. settle()
+    // merges them, so that cos sections ascend (their gaps stay small).
+    Column<std::uint32_t> quiet, quiet_late;
     // Tracked, over the operation: the sine branches |sn * c| (before the
     // scaling) of the quiet terms of this shard's scans, and of the quiet
     // partners its lookups found (settle_part(), unscale_remote()), which
@@ -264,6 +268,7 @@ class Propagator final : public MonomialPropagator {
       work.release();
       flags.release();
       quiet.release();
+      quiet_late.release();
       give_back(births);
       give_back(staging);
       give_back(birth_hashes);
@@ -354,7 +359,8 @@ class Propagator final : public MonomialPropagator {
   };
   void scan(int s, const LayerPlan& plan, double* c);
   // The layer's cs and record are passed as values: the scan keeps them in registers.
-  static void quiet(Shard& me, double* c, std::uint32_t i, double cs, double sn, bool record, bool track);
+  static void quiet(Shard& me, Column<std::uint32_t>& list, double* c, std::uint32_t i, double cs, double sn,
+                    bool record, bool track);
   void test_partners(int s, const LayerPlan& plan, double* c, ActiveBatch& batch);
   void ask(Shard& me, const LayerPlan& plan, std::uint32_t i, const Key& key, const Key& partner);
   void resolve(int s, const LayerPlan& plan, bool late);

@@ -126,7 +126,8 @@ MemoryUsage Propagator<A, W, I>::memory() const {
     for (const auto& out : shard.outbox) queries += out.capacity();
     for (const auto& out : shard.late) queries += out.capacity();
     m.buffers += shard.c.bytes() + shard.state.bytes() + shard.work.bytes() + shard.tape.bytes() + shard.flags.bytes() +
-                 shard.weights.capacity() * sizeof(shard.weights[0]) + shard.quiet.bytes() + queries * sizeof(Query);
+                 shard.weights.capacity() * sizeof(shard.weights[0]) + shard.quiet.bytes() + shard.quiet_late.bytes() +
+                 queries * sizeof(Query);
   }
   m.graph += layers_.capacity() * sizeof(LayerInfo) + flat_.memory() + layout_.memory();
   for (const Block& block : blocks_)
