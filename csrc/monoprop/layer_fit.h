@@ -23,8 +23,9 @@
 // dropped: when the layer would still need more than the budget leaves
 // without any birth (a build's graph entries), the operation stops with
 // MemoryBudgetError as in "raise"; a propagate, which records nothing, at
-// worst keeps none of a layer's births. Only rotations on a single rank are thinned; noise layers,
-// structural builds (no coefficients) and runs on several MPI ranks raise.
+// worst keeps none of a layer's births. Only rotations on a single rank are
+// thinned; noise layers, structural builds (no coefficients) and runs on
+// several MPI ranks raise.
 #pragma once
 
 #include <algorithm>
@@ -170,8 +171,8 @@ void Propagator<A, W, I>::drop_births(const LayerPlan& plan, Column<double>** va
     std::sort(dropped.begin(), dropped.end());
     for (const std::uint32_t a : dropped) {
       me.flags.clear(a);
-      // As scan() does for a quiet term: propagate counts its dropped sine
-      // branch in settle() (truncation_error), then it is scaled by cos.
+      // As scan() does for a quiet term: its sine branch is counted as
+      // dropped (truncation_error), then it is scaled by cos.
       if (plan.track) me.quiet_drops.add(plan.sn * c[a]);
       c[a] *= plan.cs;
     }
