@@ -213,9 +213,9 @@ def test_truncate_completes_a_build_raise_refuses_and_stays_under_the_limit():
     assert refused["peak"] <= refused["limit"], (refused["peak"], refused["limit"])
 
 
-def test_held_terms_that_cannot_fit_still_raise(monkeypatch):
-    # A budget below what the process already holds: a build must record each layer's
-    # entries, so not even a layer without new terms fits.
+def past_its_budget():
+    """A truncating propagator whose budget is 1 MB above what the process holds, an Ising
+    circuit's gates, and 4 MB of ballast the process holds from then on (keep it alive)."""
     prop = PauliPropagator(
         PauliOperator(OBSERVABLE, N_SMALL),
         [],
@@ -223,8 +223,13 @@ def test_held_terms_that_cannot_fit_still_raise(monkeypatch):
         memory_limit=resident_bytes() + 2**20,
         on_memory_limit="truncate",
     )
-    gates = ising(N_SMALL, 5, seed=3)
-    ballast = np.ones(4 * 2**20 // 8)  # 4 MB the process holds from now on
+    return prop, ising(N_SMALL, 5, seed=3), np.ones(4 * 2**20 // 8)
+
+
+def test_held_terms_that_cannot_fit_still_raise(monkeypatch):
+    # A budget below what the process already holds: a build must record each layer's
+    # entries, so not even a layer without new terms fits.
+    prop, gates, ballast = past_its_budget()
     before = (prop.size(), prop.evolved_operator(atol=0.0))
     with pytest.raises(MemoryError) as caught:
         prop.build_graph(circuit_of(gates, N_SMALL), seed_parameters=[t for _, t in gates])
@@ -238,15 +243,7 @@ def test_held_terms_that_cannot_fit_still_raise(monkeypatch):
 def test_over_its_budget_propagate_keeps_the_held_terms_and_drops_every_new_one():
     # propagate records nothing: a layer without new terms needs no memory, so even a
     # process already past its budget completes, every layer thinned to its pairs.
-    prop = PauliPropagator(
-        PauliOperator(OBSERVABLE, N_SMALL),
-        [],
-        cutoff=N_SMALL,
-        memory_limit=resident_bytes() + 2**20,
-        on_memory_limit="truncate",
-    )
-    gates = ising(N_SMALL, 5, seed=3)
-    ballast = np.ones(4 * 2**20 // 8)  # 4 MB the process holds from now on
+    prop, gates, ballast = past_its_budget()
     prop.propagate(circuit_of(gates, N_SMALL))
     del ballast
     assert prop.size() == len(OBSERVABLE)
