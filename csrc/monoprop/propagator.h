@@ -445,7 +445,6 @@ class Propagator final : public MonomialPropagator {
   // reports).
   Dropped dropped_in_call() const;
   double dropped_so_far();
-  double reported_dropped_ = 0.0;  // the largest dropped_so_far() of the call
   // The value and gradient; with `total`, as evaluate.
   double evaluate_gradient(const std::vector<double>& parameters, std::vector<double>& gradient, double pare,
                            const std::vector<std::int32_t>* mapping, Dropped* total) const;
@@ -503,7 +502,8 @@ class Propagator final : public MonomialPropagator {
   mutable LayoutUse layout_made_for_ = LayoutUse::paying;  // layout_use_ when layout_ was made
   mutable std::vector<Block> blocks_;                      // by block of layout_
   mutable bool routing_reported_ = false;
-  double core_ = 0.0;  // Heisenberg identity term, kept apart
+  double core_ = 0.0;              // Heisenberg identity term, kept apart
+  double reported_dropped_ = 0.0;  // the largest dropped_so_far() of the running call
   // What the operand dropped before the graph starts (propagate, an in-place
   // contraction; Schrodinger: the initial state beyond schrodinger_cutoff), on
   // this rank; and whether some truncation went unrecorded (only_rotate_len_k
