@@ -33,6 +33,7 @@
 #include "graph.h"
 #include "memory_budget.h"
 #include "monomial_propagator.h"
+#include "rank_layout.h"
 #include "remote.h"
 #include "replay.h"
 #include "replay_layout.h"
@@ -118,7 +119,8 @@ class Propagator final : public MonomialPropagator {
   MemoryUsage memory() const override;
   std::size_t replay_blocks() const override {
     check_valid();
-    return replay_layout() ? layout_.blocks() : 0;
+    if (replay_layout()) return layout_.blocks();
+    return rank_layout_.empty() ? 0 : static_cast<std::size_t>(routing_.ranks());
   }
   std::uint64_t memory_budget() const override { return budget_.limit(); }
   std::vector<std::pair<std::size_t, double>> memory_truncations() const override { return truncations_; }
@@ -411,7 +413,10 @@ class Propagator final : public MonomialPropagator {
     std::vector<ReplayTape*> tapes;
     std::vector<Column<double>*> values, states;  // the buffers of a value's and a gradient's replays
     std::vector<std::size_t> sizes;
-    const ReplayLayout* layout = nullptr;  // null: the shards
+    const ReplayLayout* layout = nullptr;              // null: the shards
+    bool ranked = false;                               // the shards of the rank layout
+    const std::vector<RemoteLayer>* remote = nullptr;  // the entries that span two ranks, by layer
+    std::size_t remote_entries = 0;
   };
   // A block of a laid-out replay: what a shard keeps for replays, for the block's slots.
   struct Block {
@@ -421,7 +426,10 @@ class Propagator final : public MonomialPropagator {
   };
   bool small_replay() const;
   const ReplayLayout* replay_layout() const;
-  ReplayView replay_view(const ReplayLayout* layout) const;
+  // With `ranked`, the rank layout where there is one (values and gradients;
+  // a replay whose values the shards read needs their own graph).
+  ReplayView replay_view(const ReplayLayout* layout, bool ranked = false) const;
+  void lay_out_ranks() const;
   double* replay_start(int s, const ReplayView& view, bool gradient) const;
   const FlatGraph* flat_graph(const Team& team, double pare, const ReplayView& view) const;
   std::size_t layer_work(std::size_t l) const;
@@ -496,11 +504,12 @@ class Propagator final : public MonomialPropagator {
   mutable std::vector<Column<double>> handover_;      // [o * T + s]: shard o's part toward shard s
   mutable FlatGraph flat_;                            // a small graph spelled out, of generation flat_generation_
   mutable std::uint64_t flat_generation_ = 0;
-  mutable bool flat_laid_out_ = false;  // spelled out from the layout's blocks
-  mutable ReplayLayout layout_;         // of generation layout_generation_, if one pays
+  mutable int flat_view_ = 0;    // spelled out from the shards' graph (0), the layout's blocks (1), the rank layout (2)
+  mutable ReplayLayout layout_;  // of generation layout_generation_, if one pays
   mutable std::optional<std::uint64_t> layout_generation_;
   mutable LayoutUse layout_made_for_ = LayoutUse::paying;  // layout_use_ when layout_ was made
-  mutable std::vector<Block> blocks_;                      // by block of layout_
+  mutable std::vector<Block> blocks_;                      // by block of layout_, or by shard of rank_layout_
+  mutable RankLayout rank_layout_;                         // of generation layout_generation_, if one pays
   mutable bool routing_reported_ = false;
   double core_ = 0.0;              // Heisenberg identity term, kept apart
   double reported_dropped_ = 0.0;  // the largest dropped_so_far() of the running call

@@ -14,14 +14,20 @@ bool Propagator<A, W, I>::small_replay() const {
 
 // The layout of this graph's team replays (replay_layout.h), made once per
 // graph; null on one thread, on several ranks (whose remote entries reach
-// slots by shard), and where no split pays.
+// slots by shard: there the graph is laid out over the ranks instead,
+// rank_layout.h), and where no split pays.
 template <typename A, int W, typename I>
 const ReplayLayout* Propagator<A, W, I>::replay_layout() const {
   if (layout_generation_ != generation_ || layout_made_for_ != layout_use_) {
     take_graph_back();
     layout_generation_ = generation_;
     layout_made_for_ = layout_use_;
-    if (threads() == 1 || routing_.ranks() > 1 || layers_.empty() || layout_use_ == LayoutUse::never) return nullptr;
+    if (layers_.empty() || layout_use_ == LayoutUse::never) return nullptr;
+    if (routing_.ranks() > 1) {
+      lay_out_ranks();
+      return nullptr;
+    }
+    if (threads() == 1) return nullptr;
     std::vector<Graph*> graphs;
     for (const Shard& shard : shards_) graphs.push_back(&shard.graph);
     if (!layout_.assign(graphs, layout_keys(), W, 2 * config_.num_modes, threads(), layout_use_ == LayoutUse::always))
@@ -32,6 +38,35 @@ const ReplayLayout* Propagator<A, W, I>::replay_layout() const {
     for (std::size_t b = 0; b < blocks_.size(); ++b) blocks_[b].weights = layout_.select(b, weights_by_shard);
   }
   return layout_.empty() ? nullptr : &layout_;
+}
+
+// Collective: every rank's replay_layout() comes here for the same graph.
+// The layout holds the graph a second time, so it is made only where every
+// rank's memory budget has room for it: a replay that fits without it must
+// not pass the budget for its sake.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::lay_out_ranks() const {
+  std::vector<const Graph*> graphs;
+  std::vector<const double*> bases;
+  std::vector<const RankLayout::List*> lists;
+  std::size_t bytes = 0;
+  for (std::size_t s = 0; s < shards_.size(); ++s) {
+    graphs.push_back(&shards_[s].graph);
+    bases.push_back(shards_[s].base.data());
+    lists.push_back(&weights(static_cast<int>(s)));
+    for (const ShardLayer& layer : shards_[s].graph) bytes += layer.memory();
+    bytes += shards_[s].keys.size() * (2 * sizeof(double) + sizeof(std::uint64_t));  // bases, work, places
+  }
+  for (const RemoteLayer& layer : remote_) bytes += layer.bytes();
+  MemoryBudget budget = budget_;
+  budget.start();
+  // A rank's part of the layout may outweigh its part of the graph: room for half as much again.
+  std::uint64_t refused = budget.grant(bytes + bytes / 2) ? 0 : 1;
+  config_.comm.max(&refused, 1);
+  if (refused) return;
+  if (rank_layout_.assign(config_.comm, graphs, remote_, layout_keys(), W, 2 * config_.num_modes, bases, lists,
+                          layout_use_ == LayoutUse::always))
+    blocks_.resize(shards_.size());
 }
 
 // Gives the graph back to the shards (an operation other than a replay is
@@ -51,6 +86,7 @@ void Propagator<A, W, I>::take_graph_back() const {
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::drop_layout() const {
   layout_.clear();
+  rank_layout_.clear();
   blocks_.clear();
   layout_generation_.reset();
 }
@@ -62,19 +98,22 @@ std::vector<ReplayLayout::Keys> Propagator<A, W, I>::layout_keys() const {
   return keys;
 }
 
-// The shards' graphs and tapes, or the layout's blocks'.
+// The shards' graphs and tapes, or the layout's blocks', or the rank layout's shards'.
 template <typename A, int W, typename I>
-auto Propagator<A, W, I>::replay_view(const ReplayLayout* layout) const -> ReplayView {
+auto Propagator<A, W, I>::replay_view(const ReplayLayout* layout, bool ranked) const -> ReplayView {
   ReplayView view;
   view.layout = layout;
+  view.ranked = ranked && !layout && !rank_layout_.empty();
+  view.remote = view.ranked ? &rank_layout_.remote() : &remote_;
+  view.remote_entries = view.ranked ? rank_layout_.remote_entries() : remote_entries_;
   for (std::size_t s = 0; s < shards_.size(); ++s) {
     const Shard& shard = shards_[s];
-    Block* block = layout ? &blocks_[s] : nullptr;
-    view.graphs.push_back(layout ? &layout->graph(s) : &shard.graph);
-    view.tapes.push_back(layout ? &block->tape : &shard.tape);
-    view.values.push_back(layout ? &block->c : &shard.c);
-    view.states.push_back(layout ? &block->state : &shard.state);
-    view.sizes.push_back(layout ? layout->size(s) : shard.base.size());
+    Block* block = layout || view.ranked ? &blocks_[s] : nullptr;
+    view.graphs.push_back(layout ? &layout->graph(s) : view.ranked ? &rank_layout_.graph(s) : &shard.graph);
+    view.tapes.push_back(block ? &block->tape : &shard.tape);
+    view.values.push_back(block ? &block->c : &shard.c);
+    view.states.push_back(block ? &block->state : &shard.state);
+    view.sizes.push_back(layout ? layout->size(s) : view.ranked ? rank_layout_.size(s) : shard.base.size());
   }
   return view;
 }
@@ -87,6 +126,12 @@ double* Propagator<A, W, I>::replay_start(int s, const ReplayView& view, bool gr
   const auto k = static_cast<std::size_t>(s);
   Column<double>& buffer = *(gradient ? view.states : view.values)[k];
   buffer.reserve_huge(gradient ? 2 * view.sizes[k] : view.sizes[k]);
+  if (view.ranked) {
+    const std::vector<double>& base = rank_layout_.base(k);
+    buffer.resize(base.size());
+    std::copy(base.begin(), base.end(), buffer.data());
+    return buffer.data();
+  }
   if (!view.layout) {
     buffer = shards_[k].base;
     return buffer.data();
@@ -104,12 +149,13 @@ double* Propagator<A, W, I>::replay_start(int s, const ReplayView& view, bool gr
 // graph, or of the other view's, is dropped here, whether or not a new one is made.
 template <typename A, int W, typename I>
 const FlatGraph* Propagator<A, W, I>::flat_graph(const Team& team, double pare, const ReplayView& view) const {
-  if (flat_generation_ != generation_ || flat_laid_out_ != (view.layout != nullptr)) {
+  const int which = view.layout ? 1 : view.ranked ? 2 : 0;
+  if (flat_generation_ != generation_ || flat_view_ != which) {
     flat_.clear();
     flat_generation_ = generation_;
-    flat_laid_out_ = view.layout != nullptr;
+    flat_view_ = which;
   }
-  if (team.size() != 1 || pare > 0.0 || remote_entries_ > 0 || entries_ > (std::size_t{1} << 18) || !small_replay())
+  if (team.size() != 1 || pare > 0.0 || view.remote_entries > 0 || entries_ > (std::size_t{1} << 18) || !small_replay())
     return nullptr;
   if (flat_.empty()) flat_.assign(view.graphs);
   return &flat_;
@@ -132,8 +178,8 @@ void Propagator<A, W, I>::replay(int t, Team& team, const ReplayView& view, doub
   if (t == 0) {
     maybe_fault("evaluate");
     // Both sides' inputs of every remote entry: the remote part of the tape.
-    ours_.resize(remote_entries_);
-    theirs_.resize(remote_entries_);
+    ours_.resize(view.remote_entries);
+    theirs_.resize(view.remote_entries);
     handover_.resize(shards_.size() * shards_.size());
   }
   team.each(t, [&](int s) { view.tapes[s]->begin(view.sizes[s], reverse); });
@@ -153,10 +199,10 @@ void Propagator<A, W, I>::replay(int t, Team& team, const ReplayView& view, doub
       });
     // Remote entries rotate, dropping nothing (a pared one is not counted: the
     // bound refuses pare on more than one rank).
-    if (const RemoteLayer& remote = remote_[l]; !remote.empty())
+    if (const RemoteLayer& remote = (*view.remote)[l]; !remote.empty())
       remote_step(t, team, remote, cs, sn, c, 1, ours_.data() + remote.offset, theirs_.data() + remote.offset, pare);
     if (handed || !view.layout) team.sync(t);
-    if (handed) take_back_layer(t, team, view, l, c, 1, l + 1 < layers_.size() && !remote_[l + 1].empty());
+    if (handed) take_back_layer(t, team, view, l, c, 1, l + 1 < layers_.size() && !(*view.remote)[l + 1].empty());
     interrupts_.poll(t == 0, layer_work(l));
   }
 }
@@ -287,6 +333,7 @@ const std::vector<std::pair<std::uint32_t, double>>& Propagator<A, W, I>::weight
 // Shard s's weights, or block s's in a laid-out view.
 template <typename A, int W, typename I>
 const std::vector<std::pair<std::uint32_t, double>>& Propagator<A, W, I>::weights(int s, const ReplayView& view) const {
+  if (view.ranked) return rank_layout_.weights(static_cast<std::size_t>(s));
   return view.layout ? blocks_[static_cast<std::size_t>(s)].weights : weights(s);
 }
 
@@ -378,7 +425,7 @@ double Propagator<A, W, I>::evaluate(const std::vector<double>& parameters, doub
     std::vector<Dropped> dropped(total ? shards_.size() : 0);
     std::vector<double*> c(shards_.size());
     std::vector<double> partial(shards_.size(), 0.0);
-    const ReplayView view = replay_view(replay_layout());
+    const ReplayView view = replay_view(replay_layout(), true);
     Team::run(threads(), small_replay(), [&](int t, Team& team) {
       team.each(t, [&](int s) {
         const Shard& me = shards_[static_cast<std::size_t>(s)];
@@ -429,7 +476,7 @@ double Propagator<A, W, I>::evaluate_gradient(const std::vector<double>& paramet
     std::vector<double> partial(shards_.size(), 0.0);
     std::vector<std::vector<double>> dphi(shards_.size());
     std::vector<Dropped> dropped(total ? shards_.size() : 0);
-    const ReplayView view = replay_view(replay_layout());
+    const ReplayView view = replay_view(replay_layout(), true);
     Team::run(threads(), small_replay(), [&](int t, Team& team) {
       team.each(t, [&](int s) {
         state[static_cast<std::size_t>(s)] = replay_start(s, view, true);
@@ -499,7 +546,7 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, const ReplayView& view,
                                       std::vector<std::vector<double>>& dphi) const {
   if (t == 0) {
     std::size_t widest = 0;
-    for (const RemoteLayer& remote : remote_) widest = std::max(widest, remote.entries);
+    for (const RemoteLayer& remote : *view.remote) widest = std::max(widest, remote.entries);
     swap_.resize(2 * widest);
   }
   team.each(t, [&](int s) {
@@ -525,14 +572,14 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, const ReplayView& view,
             adjoint_layer(layer, turn, state, s, pare, &tape, handed ? handover_row(s, via) : nullptr);
       });
     }
-    if (const RemoteLayer& remote = remote_[l]; !remote.empty()) {
+    if (const RemoteLayer& remote = (*view.remote)[l]; !remote.empty()) {
       std::vector<double*> at(shards_.size());
       for (std::size_t s = 0; s < shards_.size(); ++s) at[s] = &dphi[s][l];
       remote_step_back(t, team, remote, turn, state, ours_.data() + remote.offset, theirs_.data() + remote.offset,
                        swap_.data(), pare, at.data());
     }
     if (handed || !view.layout) team.sync(t);
-    if (handed) take_back_layer(t, team, view, l, state, 2, l > 0 && !remote_[l - 1].empty());
+    if (handed) take_back_layer(t, team, view, l, state, 2, l > 0 && !(*view.remote)[l - 1].empty());
     interrupts_.poll(t == 0, layer_work(l));
   }
 }

@@ -129,7 +129,7 @@ MemoryUsage Propagator<A, W, I>::memory() const {
                  shard.weights.capacity() * sizeof(shard.weights[0]) + shard.quiet.bytes() + shard.quiet_late.bytes() +
                  queries * sizeof(Query);
   }
-  m.graph += layers_.capacity() * sizeof(LayerInfo) + flat_.memory() + layout_.memory();
+  m.graph += layers_.capacity() * sizeof(LayerInfo) + flat_.memory() + layout_.memory() + rank_layout_.memory();
   for (const Block& block : blocks_)
     m.buffers += block.c.bytes() + block.state.bytes() + block.tape.bytes() +
                  block.weights.capacity() * sizeof(block.weights[0]);

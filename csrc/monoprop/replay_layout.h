@@ -25,16 +25,13 @@
 #include <vector>
 
 #include "graph.h"
+#include "layout_split.h"
 
 namespace monoprop {
 
 class ReplayLayout {
  public:
-  // A shard's terms as the store holds them: `size` keys of `words` words each.
-  struct Keys {
-    const std::uint64_t* rows;
-    std::size_t size;
-  };
+  using Keys = SlotKeys;
 
   // Lays out the shards' graphs (graphs[s] of shard s, keys[s] its terms'
   // keys, `positions` bits each) over `blocks` blocks, one a thread. Returns

@@ -220,10 +220,14 @@ def built_pair(comm, name: str, n: int = 6, gates: int = 30, seed: int = 11):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("layout", ["paying", "always"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_graph_matches_single_process(name):
+def test_graph_matches_single_process(name, layout):
+    """Replays on the shards' own graph, or (`always`) on a rank layout, which moves every
+    entry to the ranks its terms' chosen bits name, whether or not that pays."""
     dist, alone, theta, _ = built_pair(WORLD, name)
-    context = f"{name} on {WORLD.size} ranks, T={dist.num_threads}"
+    dist._engine._set_replay_layout(layout)
+    context = f"{name} on {WORLD.size} ranks, T={dist.num_threads}, layout {layout}"
     assert_same_results(WORLD, dist, alone, theta, context)
     ref_value = alone.expectation_value(theta)
     assert abs(dist.expectation_value(theta) - ref_value) <= TOL, context
@@ -290,11 +294,13 @@ def test_propagate_matches_single_process(name):
         "majorana-noise",
     ],
 )
-def test_truncation_error_matches_single_process(name):
+@pytest.mark.parametrize("layout", ["never", "always"])
+def test_truncation_error_matches_single_process(name, layout):
     """Each rank counts what its terms drop; the reduction over the ranks gives the single
     process's count (summed in another order: equal to rounding), the same on every rank."""
     dist, alone, theta, circuit = built_pair(WORLD, name)
-    context = f"{name} on {WORLD.size} ranks, T={dist.num_threads}"
+    dist._engine._set_replay_layout(layout)
+    context = f"{name} on {WORLD.size} ranks, T={dist.num_threads}, layout {layout}"
     errors = [(dist.truncation_error(theta), alone.truncation_error(theta))]
     errors.append(  # the gradient's forward sweep counts the same
         tuple(
@@ -320,6 +326,56 @@ def test_truncation_error_matches_single_process(name):
     if WORLD.size > 1:  # refused on every rank alike
         with pytest.raises(RuntimeError, match="pare_threshold"):
             dist.expectation_value_functional(1e-3, with_error=True)(theta)
+
+
+def hopping_chain(n: int, steps: int):
+    """(observable, circuit, parameters, occupied): Trotter steps of a spinless fermion chain
+    with nearest-neighbour hopping and density interactions, which conserve the particle
+    number, so a parity of the modes' bits splits the terms with no gate crossing it."""
+    gates = []
+    for _ in range(steps):
+        for start in (0, 1):
+            for i in range(start, n - 1, 2):
+                a, b = 2 * i, 2 * (i + 1)
+                for pair in ((a, b + 1), (a + 1, b)):  # i gamma gamma': Hermitian hopping parts
+                    gates.append(ExpGate(MajoranaOperator({pair: 0.5j}, n)))
+        for i in range(n - 1):
+            gates.append(
+                ExpGate(MajoranaOperator({(2 * i, 2 * i + 1, 2 * i + 2, 2 * i + 3): -0.25}, n))
+            )
+    rng = np.random.default_rng(3)
+    theta = rng.uniform(0.2, 0.6, len(gates))
+    observable = MajoranaOperator({(): 0.5, (0, 1): 0.5j}, n)
+    return observable, Circuit(gates, n), theta, list(range(0, n, 2))
+
+
+@pytest.mark.mpi
+def test_rank_layout_is_made_where_it_pays():
+    """On a circuit that conserves a parity of the terms' bits, several ranks lay the graph
+    out again by it (the shards' own graph shares about half its entries between ranks), and
+    the replay equals the shards' own graph's and the single process's to rounding."""
+    observable, circuit, theta, occupied = hopping_chain(10, 3)
+    props = {}
+    for name, comm in (("laid out", WORLD), ("never", WORLD), ("alone", None)):
+        prop = MajoranaPropagator(observable, occupied, comm=comm, cutoff=6)
+        prop.build_graph(circuit)
+        if name == "never":
+            prop._engine._set_replay_layout("never")
+        props[name] = prop
+    context = f"{WORLD.size} ranks, T={props['alone'].num_threads}"
+    if WORLD.size > 1:
+        assert props["laid out"]._engine._replay_blocks() == WORLD.size, context
+    reference = props["alone"].expectation_value_and_gradient(theta)
+    for name in ("laid out", "never"):
+        value, grad = props[name].expectation_value_and_gradient(theta)
+        assert value == pytest.approx(reference[0], rel=TOL, abs=TOL), (name, context)
+        np.testing.assert_allclose(
+            grad, reference[1], rtol=0, atol=TOL, err_msg=f"{name}, {context}"
+        )
+        assert props[name].expectation_value(theta) == pytest.approx(value, rel=TOL, abs=TOL)
+    # The values the shards read back (evolved operator) come from their own graph.
+    union = union_of_terms(WORLD, props["laid out"].evolved_operator(theta, atol=0))
+    assert_same_terms(union, dict(props["alone"].evolved_operator(theta, atol=0).terms), context)
 
 
 @pytest.mark.mpi
