@@ -274,9 +274,10 @@ class MonomialPropagator {
   // entries / 16 a layer, run on the calling thread (team.h); tests set 0 to
   // run every replay on the whole team.
   void set_small_work(std::size_t entries) { small_work_ = entries; }
-  // Test hooks: whether team replays use a layout of their own
-  // (replay_layout.h): never, where it pays (the default), or wherever one
-  // can be made; and how many blocks the current graph's has (0: none).
+  // Test hooks: whether replays use a layout of their own (over the threads,
+  // replay_layout.h, or on several ranks over the ranks, rank_layout.h):
+  // never, where it pays (the default), or wherever one can be made; and how
+  // many blocks (threads or ranks) the current graph's has (0: none).
   enum class LayoutUse { never, paying, always };
   void set_replay_layout(LayoutUse use) { layout_use_ = use; }
   virtual std::size_t replay_blocks() const { return 0; }

@@ -18,8 +18,10 @@ constexpr double kCrossingCost = 20000.0;
 // back.
 constexpr double kSharedPrice = 4.0;
 // A layout is made where its estimated replay takes at most this share of the
-// shards' own graph's.
+// shards' own graph's, and no rank's work is more than this much over the
+// mean: a rank's part of the layout is memory too, which its budget must hold.
 constexpr double kLargestShare = 0.8;
+constexpr double kMostUneven = 1.25;
 
 // A slot's place in the layout: its rank, shard and index there.
 struct Place {
@@ -114,6 +116,11 @@ bool RankLayout::assign(const mpi::Comm& comm, const std::vector<const Graph*>& 
         shared += static_cast<double>(b.size());
       }
     }
+  // Every slot also costs a rank its buffers (a coefficient, a state, a
+  // weight), entries or none: one more unit of work each, so that the ranks'
+  // memory evens out with their work.
+  for (auto& w : work)
+    for (std::uint32_t& x : w) ++x;
   add_work(stats, keys, positions, work);
   // A layer whose entries all span two ranks shows its generator as the keys
   // of a shared entry's two terms: the first of each block, swapped with the peer.
@@ -171,7 +178,7 @@ bool RankLayout::assign(const mpi::Comm& comm, const std::vector<const Graph*>& 
     now += entries[l] + (crossing_now[l] ? kCrossingCost : 0.0);
   }
   now += (kSharedPrice - 1.0) * shared;
-  if (!always && laid_out > kLargestShare * now) return false;
+  if (!always && (laid_out > kLargestShare * now || split.uneven() > kMostUneven)) return false;
 
   // Places: each rank numbers the slots it sends to rank n's shard s after
   // those of the ranks below it, in ascending slot order.

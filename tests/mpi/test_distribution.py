@@ -354,10 +354,10 @@ def test_rank_layout_is_made_where_it_pays():
     """On a circuit that conserves a parity of the terms' bits, several ranks lay the graph
     out again by it (the shards' own graph shares about half its entries between ranks), and
     the replay equals the shards' own graph's and the single process's to rounding."""
-    observable, circuit, theta, occupied = hopping_chain(10, 3)
+    observable, circuit, theta, occupied = hopping_chain(12, 4)  # 7,240 terms, 21,535 entries
     props = {}
     for name, comm in (("laid out", WORLD), ("never", WORLD), ("alone", None)):
-        prop = MajoranaPropagator(observable, occupied, comm=comm, cutoff=6)
+        prop = MajoranaPropagator(observable, occupied, comm=comm, cutoff=8)
         prop.build_graph(circuit)
         if name == "never":
             prop._engine._set_replay_layout("never")
