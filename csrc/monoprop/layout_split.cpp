@@ -91,6 +91,15 @@ std::uint32_t Split::pattern(const std::vector<int>& candidates, const std::uint
   return x;
 }
 
+std::vector<double> Split::pattern_work(const std::vector<int>& candidates, const std::vector<SlotKeys>& keys,
+                                        int words, const std::vector<std::vector<std::uint32_t>>& work) {
+  std::vector<double> out(std::size_t{1} << candidates.size(), 0.0);
+  for (std::size_t s = 0; s < keys.size(); ++s)
+    for (std::size_t i = 0; i < keys[s].size; ++i)
+      out[pattern(candidates, keys[s].rows + std::size_t(words) * i)] += work[s][i];
+  return out;
+}
+
 // k parities v . x of the candidates' bits x, chosen greedily, each the one
 // (of at most three bits) that makes the replay cheapest with the ones before:
 // its estimated time, in entries of one block, is the largest class's share

@@ -52,6 +52,10 @@ class Split {
   static std::vector<int> candidates(const SplitStats& stats, double handover);
   // The pattern of a key's bits at the candidates, an index into `work`.
   static std::uint32_t pattern(const std::vector<int>& candidates, const std::uint64_t* key);
+  // The work of the slots of each pattern of the candidates' bits (work[s][i]
+  // of slot i of shard s, keys[s] their keys, `words` words each).
+  static std::vector<double> pattern_work(const std::vector<int>& candidates, const std::vector<SlotKeys>& keys,
+                                          int words, const std::vector<std::vector<std::uint32_t>>& work);
 
   // The split of the slots onto `blocks` (2 to 256) blocks, given the work of
   // each pattern of the candidates' bits (work[pattern]). A crossing entry is

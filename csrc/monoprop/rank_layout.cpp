@@ -162,9 +162,7 @@ bool RankLayout::assign(const mpi::Comm& comm, const std::vector<const Graph*>& 
     if (cost > 0.0) cost += kCrossingCost;
   std::vector<int> candidates = Split::candidates(stats, kSharedPrice);
   if (candidates.empty()) return false;
-  std::vector<double> pattern_work(std::size_t{1} << candidates.size(), 0.0);
-  for (std::size_t s = 0; s < S; ++s)
-    for (std::size_t i = 0; i < keys[s].size; ++i) pattern_work[Split::pattern(candidates, row(s, i))] += work[s][i];
+  std::vector<double> pattern_work = Split::pattern_work(candidates, keys, words, work);
   work = {};
   comm.sum(pattern_work.data(), pattern_work.size());
   const Split split(stats, std::move(candidates), pattern_work, static_cast<int>(R), kSharedPrice);
@@ -268,12 +266,7 @@ bool RankLayout::assign(const mpi::Comm& comm, const std::vector<const Graph*>& 
         spanning[Place::rank(r.x) == me ? Place::rank(r.y) : Place::rank(r.x)].push_back(r);
       }
     }
-    for (DecodedLayer& d : decoded) {
-      std::sort(d.cos.begin(), d.cos.end());
-      auto by_a = [](const DecodedEntry& x, const DecodedEntry& y) { return x.a < y.a; };
-      std::sort(d.pairs.begin(), d.pairs.end(), by_a);
-      std::sort(d.halves.begin(), d.halves.end(), by_a);
-    }
+    // Records came in by sending rank: recode() sorts each section's runs.
     recoding::recode(decoded, l, graphs_, width, [](std::size_t s, std::uint32_t i) {
       return std::pair<std::uint32_t, std::uint32_t>{static_cast<std::uint32_t>(s), i};
     });

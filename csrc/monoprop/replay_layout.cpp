@@ -27,8 +27,6 @@ constexpr double kHandoverPrice = 1.5;
 // the work over T (the shards' own graph: every layer crosses, kHandoverPrice).
 constexpr double kLargestEstimate = 1.25;
 
-bool bit(const std::uint64_t* key, int p) { return key_bit(key, p); }
-
 // Rebuilds the bytes of a shard's layer from its sections (counts, births'
 // bases, widths) and its entries, as a build writes them: the cos entries,
 // then for each part its births, pairs and halves, each section in ascending
@@ -172,7 +170,7 @@ void ReplayLayout::restore(const std::vector<Graph*>& graphs, const std::vector<
         ShardLayer& layer = (*graphs[s])[l];
         if (!given_up(layer)) continue;
         auto upper = [&](std::uint32_t a) {
-          return tops_[l] >= 0 && bit(keys[s].rows + std::size_t(words) * a, tops_[l]);
+          return tops_[l] >= 0 && key_bit(keys[s].rows + std::size_t(words) * a, tops_[l]);
         };
         std::vector<std::uint8_t> bytes;  // assign checked that this is the layer as recorded
         rebuild(layer, shards[s].cos, shards[s].pairs, shards[s].halves, upper,
@@ -204,10 +202,7 @@ bool ReplayLayout::assign(const std::vector<Graph*>& graphs, const std::vector<K
   if (stats.total_work == 0.0) return false;
   std::vector<int> candidates = Split::candidates(stats, kHandoverPrice);
   if (candidates.empty()) return false;
-  // The work of the terms of each pattern of the candidates' bits.
-  std::vector<double> pattern_work(std::size_t{1} << candidates.size(), 0.0);
-  for (std::size_t s = 0; s < S; ++s)
-    for (std::size_t i = 0; i < keys[s].size; ++i) pattern_work[Split::pattern(candidates, row(s, i))] += work[s][i];
+  const std::vector<double> pattern_work = Split::pattern_work(candidates, keys, words, work);
   work = {};
   const Split split(stats, std::move(candidates), pattern_work, blocks, kHandoverPrice);
   if (split.score() > kLargestEstimate && !always) return false;
@@ -254,7 +249,7 @@ bool ReplayLayout::assign(const std::vector<Graph*>& graphs, const std::vector<K
     });
     for (std::size_t s = 0; s < S; ++s) {
       ShardLayer& layer = (*graphs[s])[l];
-      auto upper = [&](std::uint32_t a) { return tops_[l] >= 0 && bit(row(s, a), tops_[l]); };
+      auto upper = [&](std::uint32_t a) { return tops_[l] >= 0 && key_bit(row(s, a), tops_[l]); };
       auto& [cos, pairs, halves] = decoded[s];
       if (rebuild(layer, cos, pairs, halves, upper, nullptr, again) && again == layer.bytes) {
         given_back += layer.bytes.capacity();
