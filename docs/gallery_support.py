@@ -24,6 +24,7 @@ EXAMPLE_ARGUMENTS: dict[str, list[str]] = {
     "vqe_hubbard.py": ["--sites", "3", "--layers", "2"],
     "adapt_vqe.py": ["--qubits", "4"],
     "distributed.py": ["--rows", "2", "--cols", "3", "--cutoff", "6"],
+    "qaoa_landscape.py": ["--nodes", "40", "--grid", "32", "--plot", "{out}/qaoa_landscape.png"],
     "optuna_study.py": [
         "--qubits", "4", "--trials", "8", "--seed", "0",
         "--storage", "sqlite:///{out}/monoprop.db",

@@ -29,6 +29,8 @@ class Engine:
         ...
     def _replay_blocks(self) -> int:
         ...
+    def _set_point_lanes(self, lanes: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
     def _set_replay_layout(self, use: str) -> None:
         ...
     def _set_small_work(self, entries: typing.SupportsInt | typing.SupportsIndex) -> None:
@@ -56,6 +58,10 @@ class Engine:
     def contract(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], inplace: bool) -> numpy.typing.NDArray[numpy.float64]:
         """
         Fold the graph at ``parameters`` into the operand; returns the coefficients in store order.
+        """
+    def evaluate_points(self, points: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], gradient: bool, pare: typing.SupportsFloat | typing.SupportsIndex = 0.0, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None) -> typing.Any:
+        """
+        Values (and with ``gradient`` the gradients, shape (K, n)) at the rows of a (K, n) array of points, from one batched replay; each row's results are bitwise those of a single call.
         """
     def evolved_terms(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], atol: typing.SupportsFloat | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.uint32], numpy.typing.NDArray[numpy.uint64], numpy.typing.NDArray[numpy.float64]]:
         """

@@ -35,6 +35,7 @@ from .arguments import (
 from .circuit import Circuit, circuit_layers, validate_parameter_mapping
 from .core_arrays import LayerArrays, NoiseArrays, TermArrays
 from .exceptions import NumberOfModesInvalidError, StaleFunctionalError, ToleranceWarning
+from .points import parameter_points
 from .truncation_error import TruncationError
 from .validation import check_finite, check_finite_array, check_int
 
@@ -419,14 +420,35 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
     # -- evaluation -------------------------------------------------------------------------
 
-    def expectation_value(self, parameters: ParameterValues = None) -> float:
-        """Expectation value at ``parameters`` (the graph's parameter vector)."""
+    def expectation_value(self, parameters: ParameterValues = None) -> Any:
+        """Expectation value at ``parameters`` (the graph's parameter vector).
+
+        A 2-D array of points, shape ``(K, n_parameters)``, gives the ``(K,)`` values, from one
+        replay of the graph for all of them (each bitwise the value of a call at that point).
+
+        >>> import numpy as np
+        >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
+        >>> prop = PauliPropagator(PauliOperator({"Z": 1.0}, 1), [], cutoff=1)
+        >>> prop.build_graph(Circuit([ExpGate(PauliOperator({"X": 1.0}, 1))], 1))
+        >>> prop.expectation_value(np.array([[0.0], [np.pi / 4]])).round(12)  # cos(2θ)
+        array([1., 0.])
+        """
+        points = parameter_points(parameters)
+        if points is not None:
+            return self._finished_engine().evaluate_points(points, False)
         return self._finished_engine().expectation_value(parameter_list(parameters))
 
     def expectation_value_and_gradient(
         self, parameters: ParameterValues = None
-    ) -> tuple[float, np.ndarray]:
-        """Value and full gradient from one forward and one reverse sweep of the graph."""
+    ) -> tuple[Any, np.ndarray]:
+        """Value and full gradient from one forward and one reverse sweep of the graph.
+
+        A 2-D array of points, shape ``(K, n_parameters)``, gives ``(K,)`` values and
+        ``(K, n_parameters)`` gradients, from one forward and one reverse sweep for all of them.
+        """
+        points = parameter_points(parameters)
+        if points is not None:
+            return self._finished_engine().evaluate_points(points, True)
         return self._finished_engine().expectation_value_and_gradient(parameter_list(parameters))
 
     def gradient(self, parameters: ParameterValues = None) -> np.ndarray:
@@ -462,9 +484,12 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         >>> round(error.bound, 12), round(abs(exact - prop.expectation_value()), 12)
         (0.099833416647, 0.099833416647)
         """
-        _, bound, estimate = self._finished_engine().expectation_value_with_error(
-            parameter_list(parameters)
-        )
+        engine = self._finished_engine()
+        points = parameter_points(parameters)
+        if points is not None:
+            _, error = _points_with_error(engine, points, False, 0.0, None)
+            return error
+        _, bound, estimate = engine.expectation_value_with_error(parameter_list(parameters))
         return TruncationError(bound, estimate)
 
     expval = expectation_value
@@ -521,6 +546,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         if with_error:
 
             def value_with_error(parameters: ParameterValues = None):
+                points = parameter_points(parameters)
+                if points is not None:
+                    return _points_with_error(engine(), points, False, pare, mapping)
                 value, bound, estimate = engine().expectation_value_with_error(
                     parameter_list(parameters), pare, mapping
                 )
@@ -528,7 +556,10 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
 
             return _with_check(value_with_error, engine)
 
-        def expectation_value(parameters: ParameterValues = None) -> float:
+        def expectation_value(parameters: ParameterValues = None) -> Any:
+            points = parameter_points(parameters)
+            if points is not None:
+                return engine().evaluate_points(points, False, pare, mapping)
             return engine().expectation_value(parameter_list(parameters), pare, mapping)
 
         return _with_check(expectation_value, engine)
@@ -568,6 +599,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         if with_error:
 
             def with_truncation_error(parameters: ParameterValues = None):
+                points = parameter_points(parameters)
+                if points is not None:
+                    return _points_with_error(engine(), points, True, pare, mapping)
                 value, gradient, bound, estimate = (
                     engine().expectation_value_and_gradient_with_error(
                         parameter_list(parameters), pare, mapping
@@ -578,6 +612,9 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             return _with_check(with_truncation_error, engine)
 
         def expectation_value_and_gradient(parameters: ParameterValues = None):
+            points = parameter_points(parameters)
+            if points is not None:
+                return engine().evaluate_points(points, True, pare, mapping)
             return engine().expectation_value_and_gradient(
                 parameter_list(parameters), pare, mapping
             )
@@ -1039,6 +1076,30 @@ def _progress_bar(
     finally:
         if bar is not None:
             bar.close()
+
+
+def _points_with_error(
+    engine: Any, points: np.ndarray, gradient: bool, pare: float, mapping: list[int] | None
+) -> tuple:
+    """``(values, [gradients,] TruncationError of (K,) arrays)`` at the rows of ``points``.
+
+    The error bars come point by point: each replay adds up what it drops on its own.
+    """
+    rows = [
+        engine.expectation_value_and_gradient_with_error(row.tolist(), pare, mapping)
+        if gradient
+        else engine.expectation_value_with_error(row.tolist(), pare, mapping)
+        for row in points
+    ]
+    values = np.array([row[0] for row in rows], dtype=np.float64)
+    error = TruncationError(
+        np.array([row[-2] for row in rows], dtype=np.float64),
+        np.array([row[-1] for row in rows], dtype=np.float64),
+    )
+    if not gradient:
+        return values, error
+    gradients = np.array([row[1] for row in rows], dtype=np.float64).reshape(len(rows), -1)
+    return values, gradients, error
 
 
 def _with_check(functional: Callable, checked_engine: Callable[[], Any]) -> Callable:

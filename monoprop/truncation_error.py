@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 
 class TruncationError(NamedTuple):
     """How far a truncated value can be from the untruncated one.
@@ -24,12 +26,13 @@ class TruncationError(NamedTuple):
     between the actual error and the bound, 1 to 300 times above the actual error, but a
     single actual error can exceed it.
 
-    Both are exactly ``0.0`` when nothing was dropped.
+    Both are exactly ``0.0`` when nothing was dropped. For a batch of parameter points (a 2-D
+    array, one row a point) both are ``(K,)`` arrays, one entry a row.
 
     >>> from monoprop import TruncationError
     >>> TruncationError(0.25, 0.125).bound
     0.25
     """
 
-    bound: float
-    estimate: float
+    bound: float | np.ndarray
+    estimate: float | np.ndarray

@@ -1,11 +1,12 @@
 """monoprop.optimize: variational optimisation over a propagator's replayed graph.
 
 A recorded graph gives the expectation value and its exact gradient at any parameter
-vector. This package plugs that into ``scipy.optimize.minimize`` (:func:`minimize`,
-:class:`Objective`), into JAX (``monoprop.optimize.jax.expectation``, extra ``[jax]``) and
-into Optuna studies (:func:`run_study`, extra ``[optuna]``), and guards every callable
-against later graph and operator updates. :func:`load_or_build` keeps a built graph on disk,
-so that workers load it instead of building it again.
+vector, or at a 2-D array of points in one batched replay. This package plugs that into
+``scipy.optimize.minimize`` (:func:`minimize`, from one start or several, :class:`Objective`),
+into JAX (``monoprop.optimize.jax.expectation``, extra ``[jax]``) and into Optuna studies
+(:func:`run_study`, extra ``[optuna]``), scans it on a grid (:func:`landscape`), and guards
+every callable against later graph and operator updates. :func:`load_or_build` keeps a built
+graph on disk, so that workers load it instead of building it again.
 
 >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
 >>> from monoprop.optimize import minimize
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .landscape import landscape
 from .objective import Evaluation, Objective, value_and_grad
 from .saved_graph import load_or_build
 from .scipy_minimize import Segment, minimize
@@ -27,6 +29,7 @@ __all__ = [
     "Evaluation",
     "Objective",
     "Segment",
+    "landscape",
     "load_or_build",
     "minimize",
     "run_study",

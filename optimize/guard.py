@@ -47,13 +47,22 @@ class Guard:
         self.rebuilds = 0
         self._functionals: dict[bool, Callable] = {}
         self._functional(True)  # a bad pare_threshold or an invalid propagator fails here
+        self._n_parameters = propagator.n_parameters
 
     @property
     def n_parameters(self) -> int:
-        return self.propagator.n_parameters
+        """The graph's parameter count; after a failure, the last one known, so that a call's
+        arguments are checked and the call goes on to ``rebuild`` (or says how to recover)."""
+        try:
+            self._n_parameters = self.propagator.n_parameters
+        except InvalidPropagatorError:
+            pass
+        return self._n_parameters
 
     def __call__(self, x: np.ndarray, gradient: bool = True) -> Any:
-        """``(value, gradient)`` when ``gradient`` else the value, at ``x``."""
+        """``(value, gradient)`` when ``gradient`` else the value, at ``x``: one vector, or a
+        2-D array of points (one per row) for ``(K,)`` values and ``(K, n)`` gradients from
+        one batched call of the functional."""
         try:
             return self._call(x, gradient)
         except StaleFunctionalError:
@@ -78,20 +87,25 @@ class Guard:
         return self._functional(gradient)(x)
 
     def rebuilt(self, x: np.ndarray) -> MonomialPropagator:
-        """A new propagator from ``rebuild``, seeded at ``x`` when it takes a seed."""
+        """A new propagator from ``rebuild``, seeded at ``x`` when it takes a seed.
+
+        For a 2-D batch of points the seed is its first row: one graph serves the whole batch,
+        and a graph seeded at several points at once does not exist.
+        """
         if self.rebuild is None:
             raise ValueError("no rebuild= callable was given; pass one to rebuild or reseed.")
-        propagator = self.rebuild(np.array(x)) if self.takes_seed_parameters else self.rebuild()
+        seed = np.array(x[0] if np.ndim(x) == 2 else x)
+        propagator = self.rebuild(seed) if self.takes_seed_parameters else self.rebuild()
         self.rebuilds += 1
         if not isinstance(propagator, MonomialPropagator):
             raise TypeError(
                 f"rebuild() returned {type(propagator).__name__}; it must return a new "
                 "PauliPropagator or MajoranaPropagator with its graph built."
             )
-        if propagator.n_parameters != len(x):
+        if propagator.n_parameters != len(seed):
             raise ValueError(
                 f"rebuild() returned a propagator with {propagator.n_parameters} parameters but "
-                f"the optimisation has {len(x)}; rebuild the same circuit."
+                f"the optimisation has {len(seed)}; rebuild the same circuit."
             )
         return propagator
 

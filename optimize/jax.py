@@ -3,9 +3,10 @@
 Needs the ``[jax]`` extra; ``monoprop.optimize`` itself never imports JAX. The value and the
 exact gradient come from the recorded graph through ``jax.pure_callback`` (one replay for
 both), and a ``jax.custom_vjp`` hands the gradient to reverse-mode autodiff, so the function
-works under ``jax.grad``, ``jax.value_and_grad``, ``jax.jit`` and ``jax.vmap`` (a batch is
-replayed point by point). Forward-mode (``jax.jvp``, ``jax.jacfwd``) is not available, as for
-any ``custom_vjp`` function.
+works under ``jax.grad``, ``jax.value_and_grad``, ``jax.jit`` and ``jax.vmap`` (the whole batch
+goes to the host in one callback and is replayed in one batched call of the propagator).
+Forward-mode (``jax.jvp``, ``jax.jacfwd``) is not available, as for any ``custom_vjp``
+function.
 
 JAX computes in float32 unless ``jax.config.update("jax_enable_x64", True)``; monoprop always
 replays in float64 and returns results in the input's dtype (see :func:`expectation`).
@@ -23,6 +24,7 @@ replays in float64 and returns results in the input's dtype (see :func:`expectat
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -54,9 +56,11 @@ def expectation(
     pass only scales that gradient by the incoming cotangent, so the chain rule runs through
     whatever JAX code surrounds ``f``. It works under ``jax.jit`` (the replay runs on the host
     through ``jax.pure_callback``; a compiled function replays anew on every call) and
-    ``jax.vmap`` (a batch is replayed point by point, one replay per row). Forward mode
-    (``jax.jvp``, ``jax.jacfwd``, ``jax.hessian``) is not available, as for any
-    ``custom_vjp`` rule.
+    ``jax.vmap``: the host callback receives the whole batch (that of nested ``vmap`` calls
+    too, flattened to one 2-D array of points) and makes one batched call of the propagator,
+    one replay of the graph for all the points, each point's result bitwise the one a single
+    call there gives. Forward mode (``jax.jvp``, ``jax.jacfwd``, ``jax.hessian``) is not
+    available, as for any ``custom_vjp`` rule.
 
     Precision: the replay always runs in float64, at the point ``x`` as JAX holds it, and the
     value and the gradient come back in ``x``'s floating dtype. In JAX's default mode (64-bit
@@ -69,8 +73,10 @@ def expectation(
 
     Guarded like :class:`~monoprop.optimize.Objective`: after ``build_graph`` or
     ``update_initial_operator`` on the propagator, the next call replays what it holds now;
-    after a failure, ``rebuild`` (if given) supplies a new propagator. ``pare_threshold`` is
-    passed to the propagator's functionals.
+    after a failure, ``rebuild`` (if given) supplies a new propagator, as ``rebuild(x)`` at the
+    point being evaluated when it takes an argument (under ``jax.vmap``, at the batch's first
+    point: one graph serves the whole batch). ``pare_threshold`` is passed to the
+    propagator's functionals.
 
     Raises ``ValueError`` for an ``x`` that is not 1-D or whose length is not the graph's
     ``n_parameters``.
@@ -93,12 +99,29 @@ def expectation(
     """
     guard = Guard(propagator, pare_threshold, rebuild)
 
+    # Under jax.vmap the callbacks get the batch as leading axes of x (vmap_method=
+    # "expand_dims"): the points are flattened to one (K, n) array for a single batched call
+    # of the propagator, and the results take the batch's shape again.
     def host_value(x: np.ndarray) -> np.ndarray:
-        return np.asarray(guard(np.asarray(x, dtype=np.float64), gradient=False), dtype=x.dtype)
+        points, batch = _host_points(x)
+        if points is None:
+            value = guard(np.asarray(x, dtype=np.float64), gradient=False)
+        else:
+            value = guard(points, gradient=False) if len(points) else np.zeros(0)
+        return np.asarray(value, dtype=x.dtype).reshape(batch)
 
     def host_value_and_gradient(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        value, gradient = guard(np.asarray(x, dtype=np.float64))
-        return np.asarray(value, dtype=x.dtype), np.asarray(gradient, dtype=x.dtype)
+        points, batch = _host_points(x)
+        if points is None:
+            value, gradient = guard(np.asarray(x, dtype=np.float64))
+        elif len(points):
+            value, gradient = guard(points)
+        else:
+            value, gradient = np.zeros(0), np.zeros(x.shape)
+        return (
+            np.asarray(value, dtype=x.dtype).reshape(batch),
+            np.asarray(gradient, dtype=x.dtype).reshape(x.shape),
+        )
 
     # The custom_vjp function takes the vector as a JAX array, so that a list or tuple input
     # is converted (and differentiated) by JAX outside it: a custom_vjp's backward pass has to
@@ -106,13 +129,13 @@ def expectation(
     @jax.custom_vjp
     def energy(x: jax.Array) -> jax.Array:
         return jax.pure_callback(
-            host_value, jax.ShapeDtypeStruct((), x.dtype), x, vmap_method="sequential"
+            host_value, jax.ShapeDtypeStruct((), x.dtype), x, vmap_method="expand_dims"
         )
 
     def forward(x: jax.Array) -> tuple[jax.Array, jax.Array]:
         shapes = (jax.ShapeDtypeStruct((), x.dtype), jax.ShapeDtypeStruct(x.shape, x.dtype))
         value, gradient = jax.pure_callback(
-            host_value_and_gradient, shapes, x, vmap_method="sequential"
+            host_value_and_gradient, shapes, x, vmap_method="expand_dims"
         )
         return value, gradient
 
@@ -125,6 +148,15 @@ def expectation(
         return energy(_vector(x, guard.n_parameters))
 
     return f
+
+
+def _host_points(x: np.ndarray) -> tuple[np.ndarray | None, tuple[int, ...]]:
+    """``(points, batch shape)``: the rows of a batched ``x`` (one point per row, float64) and
+    the shape of its leading batch axes, or ``(None, ())`` for a single vector."""
+    if x.ndim == 1:
+        return None, ()
+    batch = x.shape[:-1]
+    return np.asarray(x, dtype=np.float64).reshape(math.prod(batch), x.shape[-1]), batch
 
 
 def _vector(x: Any, n_parameters: int) -> jax.Array:

@@ -24,8 +24,9 @@ _GRADIENT_FREE = {"nelder-mead", "powell", "cobyla", "cobyqa"}
 
 def minimize(
     problem: Any,
-    x0: Any,
+    x0: Any = None,
     *,
+    starts: Any = None,
     method: str | Callable = "L-BFGS-B",
     bounds: Any = None,
     constraints: Any = (),
@@ -40,9 +41,19 @@ def minimize(
     """Minimise the expectation value of a propagator's graph with ``scipy.optimize.minimize``.
 
     ``problem`` is a propagator with a recorded graph, or an :class:`Objective` (which then
-    carries ``rebuild`` and ``pare_threshold``). ``method``, ``bounds``, ``constraints``,
-    ``tol`` and ``options`` are scipy's; gradient methods get the exact gradient of the same
-    replay, gradient-free ones the value alone.
+    carries ``rebuild`` and ``pare_threshold``). ``x0`` is the starting point, a vector of the
+    graph's ``n_parameters``. ``method``, ``bounds``, ``constraints``, ``tol`` and ``options``
+    are scipy's; gradient methods get the exact gradient of the same replay, gradient-free
+    ones the value alone.
+
+    Multistart: ``starts=`` in place of ``x0``, an array of shape ``(S, n_parameters)`` with
+    one starting point per row, runs one minimisation from each row in turn, each as a call
+    with ``x0=starts[i]`` and the same other arguments would (``options``, ``callback`` and
+    ``progress`` apply to each run, and a callback's ``StopIteration`` ends the run from that
+    start; with ``reseed_every``, every run after the first starts on ``rebuild(starts[i])``,
+    a graph fresh at its start). It returns the run with the lowest ``fun`` (the first of
+    equals), with ``starts``, the list of all S results in start order, and ``best_start``,
+    the index of the one returned, in addition. One of ``x0`` and ``starts`` is required.
 
     ``callback`` is called once per iteration, as scipy does: with an ``OptimizeResult``
     (``x``, ``fun``) when its one parameter is named ``intermediate_result``, else with a copy
@@ -81,6 +92,18 @@ def minimize(
     (-1.0, True, 1)
     >>> result.truncation_error.bound           # nothing was truncated
     0.0
+
+    Three starts on ``<Z> = cos(2θ) cos(4θ)``, one angle driving two gates: its least value is
+    -1, at θ = π/2, and it has local minima of -0.2722, at θ = 0.5751:
+
+    >>> prop = PauliPropagator(PauliOperator({"Z": 1.0}, 1), [], cutoff=1)
+    >>> x, y = PauliOperator({"X": 1.0}, 1), PauliOperator({"Y": 2.0}, 1)
+    >>> prop.build_graph(Circuit([ExpGate(x, 0), ExpGate(y, 0)], 1))   # both driven by parameter 0
+    >>> best = minimize(prop, starts=[[0.7], [1.3], [0.8]])
+    >>> [(round(float(r.x[0]), 4), round(r.fun, 4)) for r in best.starts]
+    [(0.5751, -0.2722), (1.5708, -1.0), (0.5751, -0.2722)]
+    >>> best.best_start, round(best.fun, 8), round(float(best.x[0]), 4)
+    (1, -1.0, 1.5708)
     """
     if isinstance(problem, Objective):
         if rebuild is not None or pare_threshold is not None:
@@ -91,8 +114,62 @@ def minimize(
         objective = problem
     else:
         objective = Objective(problem, pare_threshold=pare_threshold, rebuild=rebuild)
-    x = _start(x0, objective.n_parameters)
+    if starts is None:
+        if x0 is None:
+            raise TypeError(
+                "minimize() needs a starting point: pass x0 (one vector) or starts= (an array "
+                "of shape (S, n_parameters), one starting point per row)."
+            )
+        points = _start(x0, objective.n_parameters)[None, :]
+    elif x0 is not None:
+        raise TypeError(
+            "minimize() got both x0 and starts=; pass x0 for one start or starts= for several "
+            "(x0 as a row of starts: starts=[x0, ...])."
+        )
+    else:
+        points = _starts(starts, objective.n_parameters)
     reseed_every = _reseed_interval(reseed_every, objective)
+    arguments = {
+        "method": method,
+        "bounds": bounds,
+        "constraints": constraints,
+        "tol": tol,
+        "options": options,
+        "callback": callback,
+        "progress": progress,
+        "reseed_every": reseed_every,
+    }
+    if starts is None:
+        return _minimize(objective, points[0], **arguments)
+    results = []
+    for k, x in enumerate(points):
+        if k and reseed_every is not None:
+            objective.reseed(x)  # as a call of its own would start: on a graph fresh at x
+        results.append(_minimize(objective, x.copy(), **arguments))
+    # The lowest value; NaN (a run that failed) never wins, and the first of equals does.
+    best_start = min(range(len(results)), key=lambda k: (np.isnan(results[k].fun), results[k].fun))
+    # A copy: the result returned is not an element of its own ``starts`` list, so that it
+    # prints without recursing.
+    best = scipy.optimize.OptimizeResult(results[best_start])
+    best.starts = results
+    best.best_start = best_start
+    return best
+
+
+def _minimize(
+    objective: Objective,
+    x: np.ndarray,
+    *,
+    method: str | Callable,
+    bounds: Any,
+    constraints: Any,
+    tol: float | None,
+    options: dict | None,
+    callback: Callable | None,
+    progress: bool,
+    reseed_every: int | None,
+) -> scipy.optimize.OptimizeResult:
+    """One minimisation from ``x``, its arguments checked (see :func:`minimize`)."""
     uses_gradient = callable(method) or str(method).lower() not in _GRADIENT_FREE
     options = dict(options or {})
     first_evaluation = len(objective.history)
@@ -189,9 +266,19 @@ def _start(x0: Any, n_parameters: int) -> np.ndarray:
     if x.ndim != 1 or len(x) != n_parameters:
         raise ValueError(
             f"x0 has shape {x.shape} but the propagator's graph has {n_parameters} parameters; "
-            f"pass a 1-D starting point of length {n_parameters}."
+            f"pass a 1-D starting point of length {n_parameters} (or starts= for several)."
         )
     return x
+
+
+def _starts(starts: Any, n_parameters: int) -> np.ndarray:
+    points = np.array(starts, dtype=np.float64)
+    if points.ndim != 2 or points.shape[1] != n_parameters or len(points) == 0:
+        raise ValueError(
+            f"starts has shape {points.shape} but must be (S, {n_parameters}) with S >= 1: one "
+            f"starting point of the graph's {n_parameters} parameters per row."
+        )
+    return points
 
 
 def _reseed_interval(every: int | None, objective: Objective) -> int | None:

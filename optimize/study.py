@@ -305,7 +305,7 @@ def _bounded_value(objective: Objective) -> Callable:
 
     def value(intermediate_result) -> float:
         bound = objective.truncation_error(intermediate_result.x).bound
-        return float(intermediate_result.fun) + bound
+        return float(intermediate_result.fun) + float(bound)
 
     return value
 

@@ -1,4 +1,5 @@
-"""The examples run and reach the exact ground energy (vqe_tfim.py is the README's main job)."""
+"""The examples run and agree with exact references: ground energies, dense state vectors
+(vqe_tfim.py is the README's main job)."""
 
 from __future__ import annotations
 
@@ -272,3 +273,63 @@ def test_distributed_stops_at_its_memory_limit() -> None:
     run = launch_example("distributed.py", "--memory-limit", "60M")
     assert run.returncode == 1, run.stdout + run.stderr
     assert re.search(r"^refused: .*memory budget of 60\.0 MB", run.stdout, re.MULTILINE), run.stdout
+
+
+def load_example(name: str):
+    """examples/<name> imported as a module (its main() not run)."""
+    spec = importlib.util.spec_from_file_location(Path(name).stem, EXAMPLES / name)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example
+
+
+def test_qaoa_landscape_matches_the_dense_statevector() -> None:
+    """The landscape of qaoa_landscape.py's propagator against Qiskit's own statevector of the
+    same qaoa_ansatz circuit, bound by parameter object (not by slot), on a 10-node graph."""
+    pytest.importorskip("qiskit")
+    from qiskit.quantum_info import Statevector
+
+    from monoprop.optimize import landscape
+
+    example = load_example("qaoa_landscape.py")
+    edges = example.random_regular_graph(10, seed=3)
+    degrees = np.bincount(np.array(edges).ravel(), minlength=10)
+    assert len(set(edges)) == 15 and all(a < b for a, b in edges) and set(degrees) == {3}
+    hamiltonian = example.maxcut_hamiltonian(edges, 10)
+    propagator, ansatz, gamma_slot, beta_slot = example.qaoa_propagator(hamiltonian)
+    by_name = {parameter.name: parameter for parameter in ansatz.parameters}
+    gamma, beta = by_name["γ[0]"], by_name["β[0]"]
+    gammas, betas = np.array([0.0, 0.4, 1.3, 2.9]), np.array([0.1, 0.7, 1.2])
+    out = landscape(propagator, [gammas, betas], parameters=[gamma_slot, beta_slot])
+    for i, g in enumerate(gammas):
+        for j, b in enumerate(betas):
+            state = Statevector(ansatz.assign_parameters({gamma: g, beta: b}))
+            assert out[i, j] == pytest.approx(state.expectation_value(hamiltonian).real, abs=1e-10)
+    # The grid spans one period of <H> in each angle, as the example says.
+    shifted = landscape(
+        propagator,
+        [gammas + example.GAMMA_PERIOD, betas + example.BETA_PERIOD],
+        parameters=[gamma_slot, beta_slot],
+    )
+    np.testing.assert_allclose(shifted, out, atol=1e-10)
+
+
+def test_qaoa_landscape_finds_and_refines_the_best_grid_point(tmp_path: Path) -> None:
+    pytest.importorskip("qiskit")
+    out = run_example("qaoa_landscape.py", "--nodes", "12", "--grid", "12", "--starts", "3")
+    assert re.search(r"graph: 12 nodes, 18 edges", out), out
+    assert re.search(r"12 x 12 = 144 points in [\d.]+ s", out), out
+    number = r"(-?[\d.]+)"
+    best = re.search(rf"best grid .*<H> {number}, expected cut {number} of 18 edges", out)
+    refined = re.search(rf"refined .*<H> {number}, expected cut {number} of 18 edges", out)
+    assert best and refined, out
+    grid_energy, grid_cut = float(best.group(1)), float(best.group(2))
+    energy, cut = float(refined.group(1)), float(refined.group(2))
+    assert grid_cut == pytest.approx((18 - grid_energy) / 2, abs=1e-4), out
+    assert energy <= grid_energy and cut >= grid_cut > 9, out  # better than a random cut
+    assert (tmp_path / "qaoa_landscape.png").read_bytes().startswith(b"\x89PNG"), out
+
+
+def test_qaoa_landscape_refuses_a_graph_that_cannot_be_3_regular() -> None:
+    run = launch_example("qaoa_landscape.py", "--nodes", "9", "--no-plot")
+    assert run.returncode == 2 and "no 3-regular graph has 9 nodes" in run.stderr, run.stderr

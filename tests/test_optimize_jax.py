@@ -1,5 +1,5 @@
 """monoprop.optimize.jax.expectation against value_and_grad and the dense reference under
-jax.grad, jax.jit and jax.vmap."""
+jax.grad, jax.jit and jax.vmap, and a vmapped batch reaching the propagator in one call."""
 
 from __future__ import annotations
 
@@ -39,6 +39,99 @@ def test_grad_jit_and_vmap_match_value_and_grad(family):
     expected = [reference(x) for x in points]
     np.testing.assert_array_equal(jax.jit(jax.vmap(f))(points), [v for v, _ in expected])
     np.testing.assert_array_equal(jax.vmap(jax.grad(f))(points), [g for _, g in expected])
+
+
+def spy_on_functionals(prop) -> list[tuple[str, tuple[int, ...]]]:
+    """Record ``(functional kind, shape of its argument)`` for every call of the functionals
+    the propagator hands out from now on (the guard takes them from the propagator)."""
+    calls: list[tuple[str, tuple[int, ...]]] = []
+
+    def spying(kind, make):
+        def make_functional(*args, **kwargs):
+            functional = make(*args, **kwargs)
+
+            def call(parameters):
+                calls.append((kind, np.shape(parameters)))
+                return functional(parameters)
+
+            call.check = functional.check
+            return call
+
+        return make_functional
+
+    prop.expectation_value_functional = spying("value", prop.expectation_value_functional)
+    prop.expectation_value_and_gradient_functional = spying(
+        "value_and_gradient", prop.expectation_value_and_gradient_functional
+    )
+    return calls
+
+
+@pytest.mark.parametrize("family", ["pauli", "majorana"])
+def test_vmap_matches_pointwise_calls_bitwise(family):
+    problem = Problem(family, 2)
+    prop = problem.propagator()
+    f = expectation(prop)
+    points = np.random.default_rng(1).uniform(-2, 2, (7, prop.n_parameters))
+    single = [prop.expectation_value_and_gradient(x) for x in points]
+    values = np.array([v for v, _ in single])
+    gradients = np.array([g for _, g in single])
+    np.testing.assert_array_equal(jax.vmap(f)(points), values)
+    np.testing.assert_array_equal(jax.jit(jax.vmap(f))(points), values)
+    got_values, got_gradients = jax.jit(jax.vmap(jax.value_and_grad(f)))(points)
+    np.testing.assert_array_equal(got_values, values)
+    np.testing.assert_array_equal(got_gradients, gradients)
+    # A batch of batches: (2, 3) points.
+    grid = points[:6].reshape(2, 3, -1)
+    np.testing.assert_array_equal(jax.vmap(jax.vmap(f))(grid), values[:6].reshape(2, 3))
+    nested_values, nested_gradients = jax.vmap(jax.vmap(jax.value_and_grad(f)))(grid)
+    np.testing.assert_array_equal(nested_values, values[:6].reshape(2, 3))
+    np.testing.assert_array_equal(nested_gradients, gradients[:6].reshape(grid.shape))
+    # The batch on another axis than the first.
+    np.testing.assert_array_equal(jax.vmap(f, in_axes=1)(points.T), values)
+
+
+def test_a_vmapped_batch_reaches_the_propagator_in_one_call():
+    problem = Problem("pauli", 1)
+    prop = problem.propagator()
+    calls = spy_on_functionals(prop)
+    f = expectation(prop)
+    n = prop.n_parameters
+    points = np.random.default_rng(2).uniform(-2, 2, (5, n))
+    jax.vmap(f)(points)
+    assert calls == [("value", (5, n))]
+    calls.clear()
+    jax.jit(jax.vmap(jax.value_and_grad(f)))(points)
+    assert calls == [("value_and_gradient", (5, n))]
+    calls.clear()
+    jax.vmap(jax.vmap(jax.grad(f)))(np.concatenate([points, points[:1]]).reshape(3, 2, n))
+    assert calls == [("value_and_gradient", (6, n))]
+    calls.clear()
+    f(points[0])  # a single point stays a vector
+    assert calls == [("value", (n,))]
+
+
+def test_a_batch_after_a_failure_is_rebuilt_once_seeded_at_its_first_point():
+    problem = Problem("pauli", 0)
+    seeds = []
+
+    def rebuild_at(seed):
+        seeds.append(seed)
+        return problem.propagator(seed_parameters=seed)
+
+    prop = problem.propagator()
+    f = expectation(prop, rebuild=rebuild_at)
+    points = np.random.default_rng(4).uniform(-2, 2, (4, prop.n_parameters))
+    prop._engine._inject_fault("evaluate")
+    with pytest.raises(RuntimeError, match="injected fault"):
+        prop.expectation_value(points[0])
+    values, gradients = jax.vmap(jax.value_and_grad(f))(points)
+    assert len(seeds) == 1
+    np.testing.assert_array_equal(seeds[0], points[0])
+    fresh = problem.propagator(seed_parameters=points[0])
+    for x, value, gradient in zip(points, values, gradients, strict=True):
+        expected_value, expected_gradient = fresh.expectation_value_and_gradient(x)
+        assert float(value) == expected_value
+        np.testing.assert_array_equal(gradient, expected_gradient)
 
 
 def test_the_chain_rule_runs_through_the_callback():

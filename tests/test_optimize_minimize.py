@@ -8,7 +8,7 @@ import pytest
 import scipy.optimize
 from test_optimize_objective import Problem
 
-from monoprop import Circuit, ExpGate, InvalidPropagatorError, PauliOperator
+from monoprop import Circuit, ExpGate, InvalidPropagatorError, PauliOperator, PauliPropagator
 from monoprop.optimize import Objective, minimize
 
 # gtol well above where BFGS's line search runs out of digits: on the exact dense
@@ -222,4 +222,79 @@ def test_bad_arguments_raise_before_anything_runs():
             minimize(objective, **{"x0": np.zeros(n), **kwargs})
     with pytest.raises(TypeError, match="PauliPropagator or MajoranaPropagator"):
         minimize(problem.dense, np.zeros(n))
+    assert objective.nfev == 0
+
+
+def several_minima():
+    """<Z> = cos(2θ) cos(4θ), one angle driving two gates on one qubit: its least value is -1
+    (θ = π/2 + kπ), and it has local minima of -0.2722 (θ = ±0.5751 + kπ)."""
+    prop = PauliPropagator(PauliOperator({"Z": 1.0}, 1), [], cutoff=1)
+    x, y = PauliOperator({"X": 1.0}, 1), PauliOperator({"Y": 2.0}, 1)
+    prop.build_graph(Circuit([ExpGate(x, 0), ExpGate(y, 0)], 1))
+    return prop
+
+
+@pytest.mark.parametrize("method", ["L-BFGS-B", "Nelder-Mead"])
+def test_multistart_returns_the_best_of_separate_runs(method):
+    prop = several_minima()
+    # The first start ends in a local minimum, the third in a global one.
+    starts = np.array([[0.7], [-0.65], [1.3], [0.9], [-1.2], [2.0]])
+    separate = [minimize(prop, x0, method=method) for x0 in starts]
+    assert separate[0].fun == pytest.approx(-0.2722, abs=1e-4)
+    best = minimize(prop, starts=starts, method=method)
+    assert len(best.starts) == len(starts)
+    for run, alone, x0 in zip(best.starts, separate, starts, strict=True):
+        assert run.fun == alone.fun and run.nit == alone.nit and run.nfev == alone.nfev
+        np.testing.assert_array_equal(run.x, alone.x)
+        assert [e.value for e in run.history] == [e.value for e in alone.history]
+        np.testing.assert_array_equal(run.history[0].x, x0)
+    k = int(np.argmin([r.fun for r in separate]))  # the first of equals
+    assert best.best_start == k >= 2 and best.fun == separate[k].fun == min(r.fun for r in separate)
+    np.testing.assert_array_equal(best.x, separate[k].x)
+    assert best.message == separate[k].message and best.truncation_error.bound == 0.0
+    assert best is not best.starts[k]
+    assert "starts" in repr(best)  # prints, though it lists itself among the starts
+
+
+def test_multistart_with_reseeding_starts_each_run_on_a_graph_fresh_at_its_start():
+    problem = Problem("pauli", 1, num_gates=8)
+    seeds = []
+
+    def rebuild(seed):
+        seeds.append(seed.copy())
+        observable = problem.make(dict(problem.case.observable), problem.n)
+        occupied = list(problem.case.occupied)
+        prop = problem.cls(observable, occupied, cutoff=2 * problem.n, lower_atol=1e-3)
+        prop.build_graph(Circuit(problem.gates, problem.n), seed_parameters=seed)
+        return prop
+
+    starts = np.random.default_rng(6).uniform(-1, 1, (3, problem.propagator().n_parameters))
+    arguments = {"method": "BFGS", "options": {"maxiter": 6}, "reseed_every": 3}
+    best = minimize(rebuild(starts[0]), starts=starts, rebuild=rebuild, **arguments)
+    for x0, run in zip(starts, best.starts, strict=True):
+        alone = minimize(rebuild(x0), x0, rebuild=rebuild, **arguments)
+        assert run.fun == alone.fun
+        np.testing.assert_array_equal(run.x, alone.x)
+    later_starts = [s for s in seeds if any(np.array_equal(s, x0) for x0 in starts[1:])]
+    assert len(later_starts) >= 4  # reseeded there for the multistart, and built there alone
+
+
+def test_bad_starts_raise_before_anything_runs():
+    problem = Problem("pauli", 0)
+    objective = Objective(problem.propagator())
+    n = objective.n_parameters
+    for starts, shape in (
+        (np.zeros(n), rf"\({n},\)"),
+        (np.zeros((2, n + 1)), rf"\(2, {n + 1}\)"),
+        (np.zeros((0, n)), rf"\(0, {n}\)"),
+        (np.zeros((1, 2, n)), rf"\(1, 2, {n}\)"),
+    ):
+        with pytest.raises(ValueError, match=rf"starts has shape {shape} but must be \(S, {n}\)"):
+            minimize(objective, starts=starts)
+    with pytest.raises(TypeError, match="both x0 and starts="):
+        minimize(objective, np.zeros(n), starts=np.zeros((2, n)))
+    with pytest.raises(TypeError, match="needs a starting point"):
+        minimize(objective)
+    with pytest.raises(ValueError, match="needs rebuild"):
+        minimize(objective, starts=np.zeros((2, n)), reseed_every=2)
     assert objective.nfev == 0

@@ -78,6 +78,7 @@ CONTRACT: dict[str, tuple[str, ...]] = {
         "Evaluation",
         "Objective",
         "Segment",
+        "landscape",
         "load_or_build",
         "minimize",
         "run_study",

@@ -445,6 +445,29 @@ that would pass it instead of refusing.)doc");
       py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none(),
       "Value and gradient from one forward and one reverse sweep of the graph.");
   cls.def(
+      "evaluate_points",
+      [](const MonomialPropagator& self, const RealArray& points, bool gradient, double pare,
+         const std::optional<std::vector<std::int32_t>>& mapping) -> py::object {
+        if (points.ndim() != 2) throw ArgumentError("evaluate_points takes a 2-D array of points (K, n_parameters).");
+        const auto count = static_cast<std::size_t>(points.shape(0));
+        const auto width = static_cast<std::size_t>(points.shape(1));
+        py::array_t<double> values(static_cast<py::ssize_t>(count));
+        py::array_t<double> gradients(
+            std::vector<py::ssize_t>{static_cast<py::ssize_t>(count), static_cast<py::ssize_t>(gradient ? width : 0)});
+        const double* in = points.data();
+        double* v = values.mutable_data();
+        double* g = gradients.mutable_data();
+        {
+          py::gil_scoped_release release;
+          self.evaluate_points(in, count, width, gradient, pare, mapping ? &*mapping : nullptr, v, g);
+        }
+        if (!gradient) return std::move(values);
+        return py::make_tuple(values, gradients);
+      },
+      py::arg("points"), py::arg("gradient"), py::arg("pare") = 0.0, py::arg("mapping") = py::none(),
+      "Values (and with ``gradient`` the gradients, shape (K, n)) at the rows of a (K, n) array of points, from "
+      "one batched replay; each row's results are bitwise those of a single call.");
+  cls.def(
       "contract",
       [](MonomialPropagator& self, const std::vector<double>& parameters, bool inplace) {
         std::vector<double> c;
@@ -519,6 +542,15 @@ that would pass it instead of refusing.)doc");
       },
       py::arg("use"));
   cls.def("_replay_blocks", &MonomialPropagator::replay_blocks);
+  cls.def(
+      "_set_point_lanes",
+      [](MonomialPropagator& self, int lanes) {
+        if (lanes != 0 && lanes != 1 && lanes != 2 && lanes != 4 && lanes != 8 && lanes != 16)
+          throw py::value_error("_set_point_lanes: lanes is 0 (the engine chooses), 1, 2, 4, 8 or 16, not " +
+                                std::to_string(lanes));
+        self.set_point_lanes(lanes);
+      },
+      py::arg("lanes"));
   cls.def(
       "set_progress",
       [](MonomialPropagator& self, py::object callback) {

@@ -10,6 +10,7 @@
 // o the fixed observable.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -169,6 +170,24 @@ class MonomialPropagator {
   virtual double expectation_value_and_gradient(const std::vector<double>& parameters, std::vector<double>& gradient,
                                                 double pare = 0.0,
                                                 const std::vector<std::int32_t>* mapping = nullptr) const = 0;
+  // The values at `count` points (rows of `width` parameters, one after the
+  // other) into values[i], and with `gradient` their gradients into
+  // gradients[i * width ...]: each bitwise what a call at that row returns.
+  // This default calls the one-point members row by row; the engine replays
+  // a batch with the points side by side (propagator_points.h).
+  virtual void evaluate_points(const double* points, std::size_t count, std::size_t width, bool gradient, double pare,
+                               const std::vector<std::int32_t>* mapping, double* values, double* gradients) const {
+    std::vector<double> row, g;
+    for (std::size_t i = 0; i < count; ++i) {
+      row.assign(points + i * width, points + (i + 1) * width);
+      if (!gradient) {
+        values[i] = expectation_value(row, pare, mapping);
+        continue;
+      }
+      values[i] = expectation_value_and_gradient(row, g, pare, mapping);
+      std::copy(g.begin(), g.end(), gradients + i * width);
+    }
+  }
   // expectation_value, and a bound on its truncation error (and an estimate,
   // the root of the sum of squared dropped weights): what propagate dropped
   // plus the branches the graph's replay at `parameters` drops, reduced over
@@ -281,6 +300,10 @@ class MonomialPropagator {
   enum class LayoutUse { never, paying, always };
   void set_replay_layout(LayoutUse use) { layout_use_ = use; }
   virtual std::size_t replay_blocks() const { return 0; }
+  // Test hook: the lanes of a batch's sweeps (1, 2, 4, 8 or 16) wherever a
+  // batch can be replayed side by side, whatever the cache; 0, the default,
+  // lets the engine choose (propagator_points.h).
+  void set_point_lanes(int lanes) { point_lanes_ = lanes; }
 
  protected:
   // `basis_change` (empty, or one image per logical slot), `logical_num_modes`
@@ -372,6 +395,7 @@ class MonomialPropagator {
   mutable std::string fault_;
   std::size_t small_work_ = std::size_t{1} << 16;
   LayoutUse layout_use_ = LayoutUse::paying;
+  int point_lanes_ = 0;
 };
 
 // The engine for `config`; the tail describes the caller's basis (by default

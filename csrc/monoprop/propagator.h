@@ -36,6 +36,7 @@
 #include "rank_layout.h"
 #include "remote.h"
 #include "replay.h"
+#include "replay_lanes.h"
 #include "replay_layout.h"
 #include "rotation.h"
 #include "routing.h"
@@ -85,6 +86,8 @@ class Propagator final : public MonomialPropagator {
                            const std::vector<std::int32_t>* mapping) const override;
   double expectation_value_and_gradient(const std::vector<double>& parameters, std::vector<double>& gradient,
                                         double pare, const std::vector<std::int32_t>* mapping) const override;
+  void evaluate_points(const double* points, std::size_t count, std::size_t width, bool gradient, double pare,
+                       const std::vector<std::int32_t>* mapping, double* values, double* gradients) const override;
   ValueWithError expectation_value_with_error(const std::vector<double>& parameters, double pare,
                                               const std::vector<std::int32_t>* mapping) const override;
   ValueWithError expectation_value_and_gradient_with_error(const std::vector<double>& parameters,
@@ -459,6 +462,15 @@ class Propagator final : public MonomialPropagator {
   // Refuses a bound that cannot be had (only_rotate_len_k; pare on several ranks).
   void check_bounded(double pare) const;
   double* spread_adjoint(int s, const ReplayView& view) const;
+  // Batches (propagator_points.h): the lanes a sweep takes (0: point by
+  // point), and one thread's points [lo, hi) in sweeps of that many lanes.
+  std::size_t shared_layers(const double* points, std::size_t count, std::size_t width, const std::int32_t* lp) const;
+  int point_lanes(std::size_t count, bool gradient, std::size_t shared, const ReplayView& view) const;
+  std::vector<std::vector<std::uint32_t>> touched_slots(const ReplayView& view, std::size_t from) const;
+  void evaluate_lanes(int t, const ReplayView& view, int lanes, std::size_t shared,
+                      const std::vector<std::vector<std::uint32_t>>& touched, const double* points, std::size_t lo,
+                      std::size_t hi, std::size_t width, bool gradient, const std::int32_t* lp, double* values,
+                      double* gradients) const;
   // Handover of the entries that reach into another shard (replay.h).
   bool hand_over_layer(int t, Team& team, const ReplayView& view, std::size_t l, double* const* c,
                        std::size_t stride) const;
@@ -502,7 +514,14 @@ class Propagator final : public MonomialPropagator {
   std::vector<double> remote_values_;                 // scratch of a rotation in a build
   mutable std::vector<double> ours_, theirs_, swap_;  // replay exchange buffers
   mutable std::vector<Column<double>> handover_;      // [o * T + s]: shard o's part toward shard s
-  mutable FlatGraph flat_;                            // a small graph spelled out, of generation flat_generation_
+  // A batch's buffers and tapes, by thread, then by shard (or block): kept
+  // across calls, as the shards keep theirs.
+  struct Lanes {
+    std::vector<Column<double>> c, prefix;
+    std::vector<LaneTape> tapes;
+  };
+  mutable std::vector<Lanes> lanes_;
+  mutable FlatGraph flat_;  // a small graph spelled out, of generation flat_generation_
   mutable std::uint64_t flat_generation_ = 0;
   mutable int flat_view_ = 0;    // spelled out from the shards' graph (0), the layout's blocks (1), the rank layout (2)
   mutable ReplayLayout layout_;  // of generation layout_generation_, if one pays
@@ -535,6 +554,7 @@ class Propagator final : public MonomialPropagator {
 #include "layer_scan.h"
 #include "layer_step.h"
 #include "propagator_build.h"
+#include "propagator_points.h"
 #include "propagator_replay.h"
 #include "propagator_setup.h"
 #include "propagator_state.h"

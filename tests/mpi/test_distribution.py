@@ -253,6 +253,26 @@ def test_graph_matches_single_process(name, layout):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_batches_match_single_process(name):
+    """A 2-D array of points on several ranks: each row as a single call there (bitwise) and
+    as the single process (to rounding), values and gradients."""
+    dist, alone, theta, _ = built_pair(WORLD, name)
+    rng = np.random.default_rng(5)  # the same points on every rank
+    # Each parameter scaled down: channel rates stay in their ranges.
+    points = np.asarray(theta) * rng.uniform(0.5, 1.0, size=(6, len(theta)))
+    context = f"{name} on {WORLD.size} ranks, T={dist.num_threads}"
+    values, gradients = dist.expectation_value_and_gradient(points)
+    assert np.array_equal(dist.expectation_value(points), values), context
+    ref_values, ref_gradients = alone.expectation_value_and_gradient(points)
+    np.testing.assert_allclose(values, ref_values, rtol=0, atol=TOL, err_msg=context)
+    np.testing.assert_allclose(gradients, ref_gradients, rtol=0, atol=TOL, err_msg=context)
+    for i, row in enumerate(points):
+        value, gradient = dist.expectation_value_and_gradient(row)
+        assert value == values[i] and np.array_equal(gradient, gradients[i]), context
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("name", ["pauli-cutoff", "majorana-support"])
 def test_wide_keys_match_single_process(name):
     # 40 qubits or modes: 80 slots, two words per key, so the routing hash spans words.

@@ -1,0 +1,276 @@
+// Propagator: values and gradients at many parameter points of one graph.
+// Included by propagator.h only.
+//
+// A batch is replayed in lanes (replay_lanes.h): the coefficients of up to
+// 16 points side by side per slot, so that each graph entry is decoded once
+// for all of them. The threads split the points, each replaying the whole
+// view (every shard or block, in ascending order, as a replay on the calling
+// thread does) for its own: a one-point replay spends a barrier or two a
+// layer and a handover on crossing layers, which points split over threads do
+// without. The layers all points turn alike are replayed once (values), and
+// where the lanes would not stay in the cache the points go one by one
+// (point_lanes). Every lane does a one-point replay's arithmetic in its
+// order, so each point's results are bitwise those of a single call.
+#pragma once
+
+namespace monoprop {
+
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::evaluate_points(const double* points, std::size_t count, std::size_t width, bool gradient,
+                                          double pare, const std::vector<std::int32_t>* mapping, double* values,
+                                          double* gradients) const {
+  // Every row is checked before any is replayed (an empty batch checks its width).
+  std::vector<std::int32_t> layer_parameters;
+  for (std::size_t i = 0; i < std::max<std::size_t>(count, 1); ++i) {
+    const std::vector<double> row =
+        count ? std::vector<double>(points + i * width, points + (i + 1) * width) : std::vector<double>(width, 0.0);
+    layer_parameters = checked_evaluation(row, mapping, gradient && count);
+  }
+  if (count == 0) return;
+  const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
+  // Paring decides per entry and per point, and several ranks meet per layer: point by point there.
+  if (pare > 0.0 || routing_.ranks() > 1)
+    return MonomialPropagator::evaluate_points(points, count, width, gradient, pare, mapping, values, gradients);
+  // The layers (graph order) before the first whose parameter differs between the points: a value's
+  // replay runs them once for all points (a gradient's reverse sweep needs every point's own).
+  const std::size_t shared = gradient ? 0 : shared_layers(points, count, width, lp);
+  const bool batched = guarded("evaluate", [&] {
+    const ReplayView view = replay_view(replay_layout(), true);
+    const int lanes = point_lanes(count, gradient, shared, view);
+    if (lanes == 0) return false;
+    const int T = threads();
+    lanes_.resize(static_cast<std::size_t>(T));
+    // Every thread reads every shard's weights: made here, before they share them.
+    for (std::size_t s = 0; s < shards_.size(); ++s) weights(static_cast<int>(s), view);
+    std::vector<std::vector<std::uint32_t>> touched;
+    if (shared > 0) touched = touched_slots(view, shared);
+    Team::run(T, false, [&](int t, Team&) {
+      const auto [lo, hi] = chunk(t, T, count);
+      evaluate_lanes(t, view, lanes, shared, touched, points, lo, hi, width, gradient, lp, values, gradients);
+    });
+    return true;
+  });
+  if (!batched) MonomialPropagator::evaluate_points(points, count, width, gradient, pare, mapping, values, gradients);
+}
+
+// The number of layers, in graph order, that every point turns alike: those
+// before the first whose parameter differs between two points (a landscape
+// over a few parameters of a Heisenberg graph shares every layer before the
+// first of theirs).
+template <typename A, int W, typename I>
+std::size_t Propagator<A, W, I>::shared_layers(const double* points, std::size_t count, std::size_t width,
+                                               const std::int32_t* lp) const {
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const std::int32_t p = lp ? lp[l] : layers_[l].parameter;
+    if (p < 0) continue;
+    const double first = points[static_cast<std::size_t>(p)];
+    for (std::size_t i = 1; i < count; ++i)
+      if (points[i * width + static_cast<std::size_t>(p)] != first) return l;
+  }
+  return layers_.size();
+}
+
+// The slots of each shard (or block) that the layers from `from` on reach,
+// ascending. After the layers all points share, only these differ between
+// the points: the others hold what the shared layers left, in every lane.
+template <typename A, int W, typename I>
+std::vector<std::vector<std::uint32_t>> Propagator<A, W, I>::touched_slots(const ReplayView& view,
+                                                                           std::size_t from) const {
+  std::vector<std::vector<std::uint8_t>> reached(shards_.size());
+  for (std::size_t s = 0; s < shards_.size(); ++s) reached[s].assign(view.sizes[s], 0);
+  for (std::size_t l = from; l < layers_.size(); ++l)
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+      const ShardLayer& layer = (*view.graphs[s])[l];
+      SectionReader cos(layer, layer.cos);
+      for (std::uint32_t k = 0; k < layer.cos.count; ++k) reached[s][cos.cos()] = 1;
+      for (const Part& part : layer.parts) {
+        for (std::uint32_t k = 0; k < part.births.count; ++k) reached[part.shard][part.births.base + k] = 1;
+        SectionReader births(layer, part.births);
+        for (std::uint32_t k = 0; k < part.births.count; ++k) {
+          bool negative;
+          reached[s][births.next(negative)] = 1;
+        }
+        for (const Section* section : {&part.pairs, &part.halves}) {
+          SectionReader reader(layer, *section);
+          for (std::uint32_t k = 0; k < section->count; ++k) {
+            bool negative;
+            reached[s][reader.next(negative)] = 1;
+            reached[part.shard][reader.partner(k)] = 1;
+          }
+        }
+      }
+    }
+  std::vector<std::vector<std::uint32_t>> touched(shards_.size());
+  for (std::size_t s = 0; s < shards_.size(); ++s)
+    for (std::size_t a = 0; a < reached[s].size(); ++a)
+      if (reached[s][a]) touched[s].push_back(static_cast<std::uint32_t>(a));
+  return touched;
+}
+
+// The lanes of one sweep, or 0 to go point by point. Lanes pay where the
+// graph's entries cost more than the coefficients they reach: where a
+// thread's lanes stay in its share of the last-level cache. A graph whose
+// coefficients fill that share on their own is bound by the cache lines its
+// entries pull, and the lanes of K points pull K times as many (lines the
+// entries of one point share are shared no more): there a batch goes point
+// by point, each a replay of the whole team, unless the points share most
+// layers (a value's replay runs those once). At most 16 lanes, no more than
+// there are points a thread, nor than the memory budget grants.
+template <typename A, int W, typename I>
+int Propagator<A, W, I>::point_lanes(std::size_t count, bool gradient, std::size_t shared,
+                                     const ReplayView& view) const {
+  const auto T = static_cast<std::size_t>(threads());
+  if (point_lanes_ > 0) return point_lanes_;
+  if (count < T) return 0;
+  std::size_t slots = 0;
+  for (const std::size_t size : view.sizes) slots += size;
+  const std::uint64_t lane_bytes = slots * (gradient ? 2 * sizeof(double) + 1 : sizeof(double));
+  const std::uint64_t cache_share = last_level_cache() / 2 / T;
+  const std::size_t per_thread = (count + T - 1) / T;
+  int lanes = 1;
+  while (lanes < kMostLanes && static_cast<std::size_t>(lanes) < per_thread &&
+         lane_bytes * static_cast<std::uint64_t>(2 * lanes) <= cache_share)
+    lanes *= 2;
+  if (lane_bytes * static_cast<std::uint64_t>(lanes) > cache_share && 2 * shared < layers_.size()) return 0;
+  const std::uint64_t bytes = lane_bytes * static_cast<std::uint64_t>(lanes) * T;
+  if (bytes < (std::uint64_t{64} << 20)) return lanes;  // too little to be worth reading /proc for the budget
+  MemoryBudget budget = budget_;
+  budget.start();
+  for (; lanes >= 1; lanes /= 2)
+    if (budget.grant(lane_bytes * static_cast<std::uint64_t>(lanes) * T)) return lanes;
+  return 0;
+}
+
+// Thread t's points [lo, hi), `lanes` at a time. A last sweep of fewer points
+// runs in the next power of two of lanes, its extra lanes repeating its last
+// point.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::evaluate_lanes(int t, const ReplayView& view, int lanes, std::size_t shared,
+                                         const std::vector<std::vector<std::uint32_t>>& touched, const double* points,
+                                         std::size_t lo, std::size_t hi, std::size_t width, bool gradient,
+                                         const std::int32_t* lp, double* values, double* gradients) const {
+  const std::size_t S = shards_.size(), L = layers_.size();
+  Lanes& mine = lanes_[static_cast<std::size_t>(t)];
+  mine.c.resize(S);
+  mine.tapes.resize(S);
+  std::vector<double*> c(S);
+  std::vector<double> start;  // a block's starting coefficients
+  std::vector<const double*> bases;
+  for (const Shard& shard : shards_) bases.push_back(shard.base.data());
+  std::vector<LaneTurns> turns(L);
+  // The layers every point turns alike, replayed once in one lane from where the replay starts.
+  std::vector<Column<double>>& prefix = mine.prefix;
+  prefix.resize(S);
+  if (shared > 0) {
+    std::vector<double*> p(S);
+    for (std::size_t s = 0; s < S; ++s) {
+      prefix[s].reserve_huge(view.sizes[s]);
+      prefix[s].extend(view.sizes[s]);
+      if (view.layout)
+        view.layout->gather(s, bases.data(), prefix[s].data());
+      else
+        std::copy(shards_[s].base.begin(), shards_[s].base.end(), prefix[s].data());
+      p[s] = prefix[s].data();
+    }
+    for (std::size_t l = 0; l < shared; ++l) {
+      turns[l].set(0, layer_turn(l, points + lo * width, lp), false);
+      for (std::size_t s = 0; s < S; ++s)
+        forward_lanes(1, (*view.graphs[s])[l], turns[l], p.data(), static_cast<int>(s), nullptr);
+      interrupts_.poll(t == 0, layer_work(l));
+    }
+  }
+  // Whether each weighted slot is one the unshared layers reach (else every lane holds its prefix value).
+  std::vector<std::vector<std::uint8_t>> weight_moves(shared > 0 ? S : 0);
+  for (std::size_t s = 0; s < weight_moves.size(); ++s)
+    for (const auto& [i, w] : weights(static_cast<int>(s), view))
+      weight_moves[s].push_back(std::binary_search(touched[s].begin(), touched[s].end(), i));
+  std::vector<double> dphi(gradient ? S * L * static_cast<std::size_t>(lanes) : 0);  // [(s * L + l) * K + k]
+  for (std::size_t first = lo; first < hi; first += static_cast<std::size_t>(lanes)) {
+    const std::size_t n = std::min(static_cast<std::size_t>(lanes), hi - first);
+    int K = 1;
+    while (static_cast<std::size_t>(K) < n) K *= 2;
+    const auto k_of = [&](int k) { return std::min(static_cast<std::size_t>(k), n - 1); };
+    for (std::size_t l = shared; l < L; ++l) {
+      const std::int32_t p = lp ? lp[l] : layers_[l].parameter;
+      const double* previous = nullptr;
+      for (int k = 0; k < K; ++k) {
+        const double* x = points + (first + k_of(k)) * width;
+        // A lane at its neighbour's angle takes its numbers: a landscape varies a few parameters.
+        if (previous && (p < 0 || x[p] == previous[p]))
+          turns[l].copy(k, k - 1);
+        else
+          turns[l].set(k, layer_turn(l, x, lp), gradient);
+        previous = x;
+      }
+    }
+    for (std::size_t s = 0; s < S; ++s) {
+      const std::size_t size = view.sizes[s];
+      const double* from = shards_[s].base.data();
+      if (shared > 0) {
+        from = prefix[s].data();
+      } else if (view.layout) {
+        start.resize(size);
+        view.layout->gather(s, bases.data(), start.data());
+        from = start.data();
+      }
+      Column<double>& buffer = mine.c[s];
+      buffer.reserve_huge((gradient ? 2 : 1) * size * static_cast<std::size_t>(K));
+      buffer.extend((gradient ? 2 : 1) * size * static_cast<std::size_t>(K));
+      if (shared > 0) {  // the other slots' lanes are never read: their value is from[a]
+        for (const std::uint32_t a : touched[s]) std::fill_n(buffer.data() + std::size_t{a} * K, K, from[a]);
+      } else {
+        fill_lanes(K, from, size, buffer.data());
+      }
+      c[s] = buffer.data();
+      if (gradient) mine.tapes[s].begin(size, K);
+    }
+    for (std::size_t l = shared; l < L; ++l) {
+      for (std::size_t s = 0; s < S; ++s)
+        forward_lanes(K, (*view.graphs[s])[l], turns[l], c.data(), static_cast<int>(s),
+                      gradient ? &mine.tapes[s] : nullptr);
+      interrupts_.poll(t == 0, layer_work(l) * static_cast<std::size_t>(K));
+    }
+    // The value as a one-point replay folds it: each shard's weighted sum, then the shards in ascending order.
+    double f[kMostLanes] = {};
+    for (std::size_t s = 0; s < S; ++s) {
+      double part[kMostLanes] = {};
+      const auto& weighted = weights(static_cast<int>(s), view);
+      for (std::size_t j = 0; j < weighted.size(); ++j) {
+        const auto [i, w] = weighted[j];
+        const bool moves = shared == 0 || weight_moves[s][j];
+        for (int k = 0; k < K; ++k) part[k] += w * (moves ? c[s][std::size_t{i} * K + k] : prefix[s][i]);
+      }
+      for (int k = 0; k < K; ++k) f[k] += part[k];
+    }
+    for (std::size_t k = 0; k < n; ++k) values[first + k] = f[k] + core_;
+    if (!gradient) continue;
+    // The reverse sweep on (c, lambda) states, lambda = d f / d c = w (spread_adjoint).
+    for (std::size_t s = 0; s < S; ++s) {
+      double* x = c[s];
+      spread_lanes(K, x, view.sizes[s]);
+      for (const auto& [i, w] : weights(static_cast<int>(s), view))
+        for (int k = 0; k < K; ++k) x[2 * (std::size_t{i} * K + k) + 1] = w;
+    }
+    for (std::size_t l = L; l-- > 0;) {
+      for (std::size_t s = 0; s < S; ++s)
+        adjoint_lanes(K, (*view.graphs[s])[l], turns[l], c.data(), static_cast<int>(s), mine.tapes[s],
+                      dphi.data() + (s * L + l) * static_cast<std::size_t>(K));
+      interrupts_.poll(t == 0, layer_work(l) * static_cast<std::size_t>(K));
+    }
+    // Folded as evaluate_gradient folds a single point's.
+    for (std::size_t k = 0; k < n; ++k) {
+      double* g = gradients + (first + k) * width;
+      std::fill(g, g + width, 0.0);
+      for (std::size_t l = L; l-- > 0;) {
+        const LayerInfo& info = layers_[l];
+        const std::int32_t p = lp ? lp[l] : info.parameter;
+        if (p < 0) continue;
+        double d = dphi[l * static_cast<std::size_t>(K) + k];
+        for (std::size_t s = 1; s < S; ++s) d += dphi[(s * L + l) * static_cast<std::size_t>(K) + k];
+        g[static_cast<std::size_t>(p)] += info.frequency * d;
+      }
+    }
+  }
+}
+
+}  // namespace monoprop
