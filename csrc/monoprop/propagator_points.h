@@ -154,30 +154,31 @@ void Propagator<A, W, I>::evaluate_lanes(int t, const ReplayView& view, int lane
   mine.c.resize(S);
   mine.tapes.resize(S);
   std::vector<double*> c(S);
-  std::vector<double> start;  // a block's starting coefficients
-  std::vector<const double*> bases;
-  for (const Shard& shard : shards_) bases.push_back(shard.base.data());
   std::vector<LaneTurns> turns(L);
-  // The layers every point turns alike, replayed once in one lane from where the replay starts.
+  // Where every point's replay starts: the shards' coefficients, or the layout's blocks' gathered
+  // from them, after the layers every point turns alike, replayed here once in one lane.
   std::vector<Column<double>>& prefix = mine.prefix;
   prefix.resize(S);
-  if (shared > 0) {
-    std::vector<double*> p(S);
-    for (std::size_t s = 0; s < S; ++s) {
-      prefix[s].reserve_huge(view.sizes[s]);
-      prefix[s].extend(view.sizes[s]);
-      if (view.layout)
-        view.layout->gather(s, bases.data(), prefix[s].data());
-      else
-        std::copy(shards_[s].base.begin(), shards_[s].base.end(), prefix[s].data());
-      p[s] = prefix[s].data();
+  std::vector<double*> from(S);
+  std::vector<const double*> bases;
+  for (const Shard& shard : shards_) bases.push_back(shard.base.data());
+  for (std::size_t s = 0; s < S; ++s) {
+    from[s] = const_cast<double*>(shards_[s].base.data());  // read only, unless copied below
+    if (shared == 0 && !view.layout) continue;
+    prefix[s].reserve_huge(view.sizes[s]);
+    prefix[s].extend(view.sizes[s]);
+    if (view.layout) {
+      view.layout->gather(s, bases.data(), prefix[s].data());
+    } else {
+      std::copy(shards_[s].base.begin(), shards_[s].base.end(), prefix[s].data());
     }
-    for (std::size_t l = 0; l < shared; ++l) {
-      turns[l].set(0, layer_turn(l, points + lo * width, lp), false);
-      for (std::size_t s = 0; s < S; ++s)
-        forward_lanes(1, (*view.graphs[s])[l], turns[l], p.data(), static_cast<int>(s), nullptr);
-      interrupts_.poll(t == 0, layer_work(l));
-    }
+    from[s] = prefix[s].data();
+  }
+  for (std::size_t l = 0; l < shared; ++l) {
+    turns[l].set(0, layer_turn(l, points + lo * width, lp), false);
+    for (std::size_t s = 0; s < S; ++s)
+      forward_lanes(1, (*view.graphs[s])[l], turns[l], from.data(), static_cast<int>(s), nullptr);
+    interrupts_.poll(t == 0, layer_work(l));
   }
   // Whether each weighted slot is one the unshared layers reach (else every lane holds its prefix value).
   std::vector<std::vector<std::uint8_t>> weight_moves(shared > 0 ? S : 0);
@@ -205,21 +206,13 @@ void Propagator<A, W, I>::evaluate_lanes(int t, const ReplayView& view, int lane
     }
     for (std::size_t s = 0; s < S; ++s) {
       const std::size_t size = view.sizes[s];
-      const double* from = shards_[s].base.data();
-      if (shared > 0) {
-        from = prefix[s].data();
-      } else if (view.layout) {
-        start.resize(size);
-        view.layout->gather(s, bases.data(), start.data());
-        from = start.data();
-      }
       Column<double>& buffer = mine.c[s];
       buffer.reserve_huge((gradient ? 2 : 1) * size * static_cast<std::size_t>(K));
       buffer.extend((gradient ? 2 : 1) * size * static_cast<std::size_t>(K));
       if (shared > 0) {  // the other slots' lanes are never read: their value is from[a]
-        for (const std::uint32_t a : touched[s]) std::fill_n(buffer.data() + std::size_t{a} * K, K, from[a]);
+        for (const std::uint32_t a : touched[s]) std::fill_n(buffer.data() + std::size_t{a} * K, K, from[s][a]);
       } else {
-        fill_lanes(K, from, size, buffer.data());
+        fill_lanes(K, from[s], size, buffer.data());
       }
       c[s] = buffer.data();
       if (gradient) mine.tapes[s].begin(size, K);
@@ -238,7 +231,7 @@ void Propagator<A, W, I>::evaluate_lanes(int t, const ReplayView& view, int lane
       for (std::size_t j = 0; j < weighted.size(); ++j) {
         const auto [i, w] = weighted[j];
         const bool moves = shared == 0 || weight_moves[s][j];
-        for (int k = 0; k < K; ++k) part[k] += w * (moves ? c[s][std::size_t{i} * K + k] : prefix[s][i]);
+        for (int k = 0; k < K; ++k) part[k] += w * (moves ? c[s][std::size_t{i} * K + k] : from[s][i]);
       }
       for (int k = 0; k < K; ++k) f[k] += part[k];
     }
