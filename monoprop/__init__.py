@@ -40,6 +40,7 @@ from .monomial_propagator import MonomialPropagator
 from .pauli import Pauli, PauliOperator
 from .pauli_propagator import PauliPropagator
 from .persistence import load
+from .truncation_budget import error_budget
 from .truncation_error import TruncationError
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "__build_type__",
     "__version__",
     "antihermitian_generator_correction",
+    "error_budget",
     "expand_monomials",
     "has_mpi",
     "integrals_to_fermion",

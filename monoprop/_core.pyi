@@ -13,6 +13,7 @@ class Engine:
     One propagator's compiled state (internal).
     """
     cutoff_type: str
+    rigorous: bool
     def __init__(self, *, family: str, num_modes: typing.SupportsInt | typing.SupportsIndex, initial_operator: monoprop.core_arrays.TermArrays, occupied: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], schrodinger_slots: typing.SupportsInt | typing.SupportsIndex | None, cutoff: typing.SupportsInt | typing.SupportsIndex, cutoff_type: str, lower_atol: typing.SupportsFloat | typing.SupportsIndex | None, upper_atol: typing.SupportsFloat | typing.SupportsIndex | None, basis_change: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]] | None = None, comm_handle: typing.SupportsInt | typing.SupportsIndex | None = None, memory_limit: typing.SupportsInt | typing.SupportsIndex | None = None, truncate_to_fit: bool = False) -> None:
         """
         A propagator of ``initial_operator`` on ``num_modes`` modes (or qubits, for
@@ -35,9 +36,9 @@ class Engine:
         ...
     def _set_small_work(self, entries: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
-    def build_graph(self, layers: monoprop.core_arrays.LayerArrays, seed_parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] | None = None, only_rotate_len_k: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
+    def build_graph(self, layers: monoprop.core_arrays.LayerArrays, seed_parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] | None = None, only_rotate_len_k: typing.SupportsInt | typing.SupportsIndex | None = None, following: monoprop.core_arrays.LayerArrays | None = None) -> None:
         """
-        Append ``layers`` to the graph; with ``seed_parameters`` (the full parameter vector after the call) truncation is coefficient-informed, else structural.
+        Append ``layers`` to the graph; with ``seed_parameters`` (the full parameter vector after the call) truncation is coefficient-informed, else structural. ``following``: the layers later pieces of a build in pieces apply, which the reach of dropped branches is planned through.
         """
     def check_valid(self) -> None:
         """
@@ -51,7 +52,7 @@ class Engine:
         """
         The evolved coefficients of ``terms`` (their own coefficients are ignored), 0 where absent.
         """
-    def continue_graph(self, layers: monoprop.core_arrays.LayerArrays, seed_parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] | None = None, only_rotate_len_k: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
+    def continue_graph(self, layers: monoprop.core_arrays.LayerArrays, seed_parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex] | None = None, only_rotate_len_k: typing.SupportsInt | typing.SupportsIndex | None = None, following: monoprop.core_arrays.LayerArrays | None = None) -> None:
         """
         Append more layers of the circuit the last ``build_graph`` began (its parameters and gates are on the axes already); ``seed_parameters`` is the full parameter vector.
         """
@@ -125,6 +126,11 @@ class Engine:
     def basis_change(self) -> list[list[int]]:
         ...
     @property
+    def budget_thresholds(self) -> list[tuple[int, float]]:
+        """
+        (layer, threshold) of each layer the last propagate or build thinned for max_error.
+        """
+    @property
     def comm_rank(self) -> int:
         ...
     @property
@@ -150,6 +156,12 @@ class Engine:
         ...
     @lower_atol.setter
     def lower_atol(self, value: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
+        ...
+    @property
+    def max_error(self) -> float | None:
+        ...
+    @max_error.setter
+    def max_error(self, value: typing.SupportsFloat | typing.SupportsIndex | None) -> None:
         ...
     @property
     def memory_budget(self) -> int:

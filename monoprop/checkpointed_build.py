@@ -137,6 +137,8 @@ def build_in_pieces(
         else:
             start, stop = record.done, record.done + rows
         part = layers.rows(start, stop)
+        # What later pieces apply: the reach of what this one drops is planned through it.
+        following = layers.rows(0, start) if heisenberg else layers.rows(stop, record.total)
         offset = record.steps_done
         if report is not None:
 
@@ -150,9 +152,9 @@ def build_in_pieces(
         began = time.monotonic()
         try:
             if record.done == 0:  # the first piece puts the circuit's axes on the graph
-                engine.build_graph(part, seed, k)
+                engine.build_graph(part, seed, k, following)
             else:
-                engine.continue_graph(part, seed, k)
+                engine.continue_graph(part, seed, k, following)
         finally:
             engine.set_progress(None)
         took = time.monotonic() - began

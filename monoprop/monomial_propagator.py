@@ -36,6 +36,7 @@ from .circuit import Circuit, circuit_layers, validate_parameter_mapping
 from .core_arrays import LayerArrays, NoiseArrays, TermArrays
 from .exceptions import NumberOfModesInvalidError, StaleFunctionalError, ToleranceWarning
 from .points import parameter_points
+from .truncation_budget import check_budget_applies, checked_budget, engine_budget
 from .truncation_error import TruncationError
 from .validation import check_finite, check_finite_array, check_int
 
@@ -216,6 +217,8 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         checkpoint: str | os.PathLike | None = None,
         checkpoint_every: float = 600.0,
         resume: bool = False,
+        max_error: float | None = None,
+        rigorous: bool = False,
     ) -> None:
         """Append ``circuit`` to the replayable graph.
 
@@ -237,6 +240,12 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         stopped by Ctrl-C resumes the same way on the same propagator. Until the build
         finishes, the propagator refuses values and every other change.
 
+        ``max_error=eps`` (with a seed) chooses the truncation layer by layer so that
+        :meth:`truncation_error` at the seed estimates an error within ``eps`` (``rigorous=True``:
+        bounds it within ``eps``); see :func:`monoprop.error_budget`. A build in pieces
+        (``checkpoint``) spends one budget over its pieces; resume it with the same
+        ``max_error``.
+
         >>> import tempfile
         >>> from pathlib import Path
         >>> import monoprop
@@ -255,6 +264,7 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         self._check_state_and_width(circuit)
         k = self._check_only_rotate(only_rotate_len_k)
         self._check_family(circuit)
+        budget = checked_budget(max_error, rigorous)
         path, every = checkpointed_build.checked_arguments(checkpoint, checkpoint_every)
         if not isinstance(resume, bool):
             raise TypeError(f"resume must be True or False; got {resume!r}.")
@@ -276,8 +286,27 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             seed = parameter_list(circuit.parameters, "circuit.parameters")
         else:
             seed = None
+        check_budget_applies(budget, k, seeded=seed is not None)
         if seed is None and not resume:  # a resumed build warned when it began
             _warn_ignored_tolerances(self._engine, layers, first_build=layers_before == 0)
+        with engine_budget(self._engine, *budget):
+            self._build_layers(
+                layers, seed, k, record, resume, layers_before, path, every, progress
+            )
+
+    def _build_layers(
+        self,
+        layers: LayerArrays,
+        seed: list[float] | None,
+        k: int | None,
+        record: checkpointed_build.BuildRecord | None,
+        resume: bool,
+        layers_before: int,
+        path: str | None,
+        every: float,
+        progress: bool,
+    ) -> None:
+        """build_graph's work once its arguments are checked: one build, or one in pieces."""
         if not resume and path is None:
             self._build = None
             with _layer_progress(self._engine, "build_graph", progress):
@@ -292,8 +321,8 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         elif record.fingerprint != fingerprint:
             raise ValueError(
                 "resume=True needs the build this propagator's checkpoint began: the same "
-                "circuit, seed_parameters, only_rotate_len_k and truncation settings; these "
-                "differ. Pass the arguments of the first call."
+                "circuit, seed_parameters, only_rotate_len_k, max_error and truncation settings; "
+                "these differ. Pass the arguments of the first call."
             )
         self._build = record
 
@@ -314,20 +343,43 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             )
 
     def propagate(
-        self, circuit: Circuit, *, only_rotate_len_k: int | None = None, progress: bool = False
+        self,
+        circuit: Circuit,
+        *,
+        only_rotate_len_k: int | None = None,
+        progress: bool = False,
+        max_error: float | None = None,
+        rigorous: bool = False,
     ) -> None:
         """Evolve the operand through ``circuit`` at its bound parameters; records no graph.
 
         ``progress=True`` shows a progress bar on stderr: layers done of the circuit's,
         and the terms held.
+
+        ``max_error=eps`` chooses the truncation layer by layer so that
+        :meth:`truncation_error` estimates an error within ``eps`` (``rigorous=True``: bounds
+        it within ``eps``), dropping the new terms that matter least first; see
+        :func:`monoprop.error_budget`. The thresholds it chose are :attr:`max_error_thresholds`.
+
+        >>> from monoprop import Circuit, ExpGate, PauliOperator, PauliPropagator
+        >>> x = PauliOperator({"XI": 1.0}, 2)
+        >>> zz = PauliOperator({"ZZ": 1.0}, 2)
+        >>> circuit = Circuit([ExpGate(x), ExpGate(zz), ExpGate(x)], 2, parameters=[0.3, 0.2, 0.1])
+        >>> prop = PauliPropagator(PauliOperator({"ZI": 1.0}, 2), [], cutoff=4)
+        >>> prop.propagate(circuit, max_error=0.05)
+        >>> prop.truncation_error().estimate <= 0.05
+        True
         """
         k = self._check_only_rotate(only_rotate_len_k)
         self._check_state_and_width(circuit)
         self._check_family(circuit)
+        budget = checked_budget(max_error, rigorous)
+        check_budget_applies(budget, k, seeded=True)
         layers = self._layer_arrays(circuit)
         parameters = parameter_list(circuit.parameters, "circuit.parameters")
-        with _layer_progress(self._finished_engine(), "propagate", progress):
-            self._engine.propagate(layers, parameters, k)
+        engine = self._finished_engine()
+        with engine_budget(engine, *budget), _layer_progress(engine, "propagate", progress):
+            engine.propagate(layers, parameters, k)
 
     @classmethod
     def from_circuit(cls, circuit: Circuit, initial_operator: Any, **config: Any):
@@ -365,6 +417,8 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
             engine.cutoff_type,
             engine.lower_atol,
             engine.upper_atol,
+            engine.max_error,
+            engine.rigorous,
         )
 
     def _check_state_and_width(self, circuit: Circuit) -> None:
@@ -737,6 +791,21 @@ class MonomialPropagator(ABC, Generic[OperatorT]):
         """``"raise"`` or ``"truncate"``, as given at construction (read-only): what a layer that
         would pass the memory budget does. Copies keep it; a save does not record it."""
         return "truncate" if self._engine.truncate_to_fit else "raise"
+
+    @property
+    def max_error_thresholds(self) -> list[tuple[int, float]]:
+        """``(layer, threshold)`` for each layer whose new terms the last ``propagate`` or
+        ``build_graph`` with ``max_error`` dropped: layers count from 0 in the order that call
+        applied them (over all its pieces, for a build with ``checkpoint``; a resumed build
+        lists those since it resumed). A layer dropped every new term whose weight
+        ``|sin φ · c|`` was at most its threshold, as a ``lower_atol`` of that layer would, and
+        the new terms above it whose branch cannot reach the state (they cost nothing).
+
+        >>> from monoprop import PauliOperator, PauliPropagator
+        >>> PauliPropagator(PauliOperator({"Z": 1}, 1), [], cutoff=1).max_error_thresholds
+        []
+        """
+        return [(int(layer), float(t)) for layer, t in self._engine.budget_thresholds]
 
     @property
     def memory_truncations(self) -> list[tuple[int, float]]:

@@ -144,6 +144,11 @@ class Objective:
         """Whether a ``rebuild`` callable was given (needed to reseed or to recover)."""
         return self._guard.rebuild is not None
 
+    @property
+    def can_reseed(self) -> bool:
+        """Whether ``rebuild`` takes the seed parameters (needed by :meth:`reseed`)."""
+        return self._guard.takes_seed_parameters
+
     def reseed(self, x: Any) -> None:
         """Replace the propagator by ``rebuild(x)``: its graph truncated with coefficients
         at ``x``. Needs a ``rebuild`` that takes the seed."""

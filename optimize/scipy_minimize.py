@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -9,7 +10,8 @@ from typing import Any
 import numpy as np
 import scipy.optimize
 
-from monoprop import TruncationError
+from monoprop import TruncationError, error_budget
+from monoprop.truncation_budget import checked_budget
 from monoprop.validation import check_int
 
 from .guard import Rebuild
@@ -37,6 +39,8 @@ def minimize(
     reseed_every: int | None = None,
     rebuild: Rebuild | None = None,
     pare_threshold: float | None = None,
+    max_error: float | None = None,
+    rigorous: bool = False,
 ) -> scipy.optimize.OptimizeResult:
     """Minimise the expectation value of a propagator's graph with ``scipy.optimize.minimize``.
 
@@ -75,6 +79,15 @@ def minimize(
     ``history`` span the whole call; ``success``, ``status`` and ``message`` are those of the
     last segment, ``nit`` and ``nfev`` add up the segments. ``rebuild(seed)`` must construct a
     propagator and call ``build_graph(circuit, seed_parameters=seed)``.
+
+    Error budget: ``max_error=eps`` asks for the energy to within ``eps``. Every graph the call
+    has ``rebuild`` make (to reseed or to recover) is built inside
+    :func:`monoprop.error_budget` ``(eps, rigorous=rigorous)``, which chooses its truncation;
+    and where a run ends at a point whose truncation estimate (with ``rigorous=True``, its
+    bound) passes ``eps``, the graph is rebuilt there and the run goes on from that point, a
+    segment of its own, up to three times. The result's ``within_max_error`` says whether the
+    error at ``x`` stayed within ``eps``; where it did not (after three rebuilds, or without a
+    ``rebuild`` that takes the seed), ``success`` is False and ``message`` says so.
 
     Returns scipy's ``OptimizeResult`` with, in addition, ``segments`` (the :class:`Segment`
     records; one without reseeding), ``history`` (this call's :class:`Evaluation` records,
@@ -129,6 +142,7 @@ def minimize(
     else:
         points = _starts(starts, objective.n_parameters)
     reseed_every = _reseed_interval(reseed_every, objective)
+    budget = checked_budget(max_error, rigorous)
     arguments = {
         "method": method,
         "bounds": bounds,
@@ -138,14 +152,17 @@ def minimize(
         "callback": callback,
         "progress": progress,
         "reseed_every": reseed_every,
+        "budget": budget,
     }
-    if starts is None:
-        return _minimize(objective, points[0], **arguments)
-    results = []
-    for k, x in enumerate(points):
-        if k and reseed_every is not None:
-            objective.reseed(x)  # as a call of its own would start: on a graph fresh at x
-        results.append(_minimize(objective, x.copy(), **arguments))
+    eps, rigorous = budget
+    with error_budget(eps, rigorous=rigorous) if eps is not None else contextlib.nullcontext():
+        if starts is None:
+            return _minimize(objective, points[0], **arguments)
+        results = []
+        for k, x in enumerate(points):
+            if k and reseed_every is not None:
+                objective.reseed(x)  # as a call of its own would start: on a graph fresh at x
+            results.append(_minimize(objective, x.copy(), **arguments))
     # The lowest value; NaN (a run that failed) never wins, and the first of equals does.
     best_start = min(range(len(results)), key=lambda k: (np.isnan(results[k].fun), results[k].fun))
     # A copy: the result returned is not an element of its own ``starts`` list, so that it
@@ -168,6 +185,7 @@ def _minimize(
     callback: Callable | None,
     progress: bool,
     reseed_every: int | None,
+    budget: tuple[float | None, bool],
 ) -> scipy.optimize.OptimizeResult:
     """One minimisation from ``x``, its arguments checked (see :func:`minimize`)."""
     uses_gradient = callable(method) or str(method).lower() not in _GRADIENT_FREE
@@ -177,6 +195,8 @@ def _minimize(
     bar = _progress_bar(options) if progress else None
     run = Run(objective.value, _as_scipy_calls(callback), bar, reseed_every, options)
     segments: list[Segment] = []
+    refits = 0  # graphs rebuilt because the error at a run's end passed max_error
+    error: TruncationError | None = None
     try:
         while True:
             start = run.iterations
@@ -210,7 +230,17 @@ def _minimize(
             end = start + int(result.get("nit", run.iterations - start))
             nfev = int(result.get("nfev", function.calls))
             segments.append(Segment(start, end, nfev, float(result.fun), result.message))
-            break
+            error = _truncation_error(objective, result.x)
+            if not _over_budget(error, budget):
+                break
+            if refits == STALLED_RESEEDS or not objective.can_reseed:
+                _budget_missed(result, error, budget, refits)
+                break
+            refits += 1
+            segments[-1] = segments[-1]._replace(reason="max_error")
+            x = np.array(result.x, dtype=np.float64)
+            objective.reseed(x)
+            error = None
     finally:
         if bar is not None:
             bar.close()
@@ -220,8 +250,35 @@ def _minimize(
     result.refreshes = objective.refreshes - refreshes
     result.rebuilds = objective.rebuilds - rebuilds
     result.objective = objective
-    result.truncation_error = _truncation_error(objective, result.x)
+    result.truncation_error = error if error is not None else _truncation_error(objective, result.x)
+    if budget[0] is not None:
+        result.within_max_error = not _over_budget(result.truncation_error, budget)
     return result
+
+
+def _over_budget(error: TruncationError | None, budget: tuple[float | None, bool]) -> bool:
+    """Whether ``error`` passes ``max_error`` (its estimate; with ``rigorous``, its bound)."""
+    eps, rigorous = budget
+    if eps is None:
+        return False
+    return error is None or bool((error.bound if rigorous else error.estimate) > eps)
+
+
+def _budget_missed(result, error: TruncationError | None, budget, refits: int) -> None:
+    eps, rigorous = budget
+    measure = "bound" if rigorous else "estimate"
+    got = "unknown (only_rotate_len_k)" if error is None else f"{getattr(error, measure):.3g}"
+    tried = (
+        f"after {refits} graphs rebuilt at the run's end"
+        if refits
+        else "and no rebuild(seed) was given to rebuild the graph there"
+    )
+    result.success = False
+    result.message = (
+        f"the truncation {measure} at the solution, {got}, passes max_error={eps:g} {tried}; "
+        "raise the cutoff or lower lower_atol (what they drop counts against the budget), or "
+        "raise max_error"
+    )
 
 
 def _truncation_error(objective: Objective, x: np.ndarray) -> TruncationError | None:

@@ -36,8 +36,10 @@ class Segment(NamedTuple):
     It ran the call's iterations ``start`` to ``end`` (``end`` excluded) and ``nfev`` function
     evaluations, and ended at the value ``fun`` of its graph. ``reason`` is ``"reseed"`` when it
     reached ``reseed_every`` iterations and the next segment starts from its last point on a
-    graph rebuilt there; otherwise it says why the call ended there (scipy's message, or that
-    reseeding stopped lowering the energy).
+    graph rebuilt there, ``"max_error"`` when it ended at a point whose truncation error passed
+    ``max_error`` and the next segment starts there on a graph rebuilt within that budget;
+    otherwise it says why the call ended there (scipy's message, or that reseeding stopped
+    lowering the energy).
     """
 
     start: int

@@ -35,6 +35,7 @@ import sqlalchemy
 from optuna.trial import TrialState
 
 import monoprop
+from monoprop.truncation_budget import checked_budget
 from monoprop.validation import check_int
 
 from .objective import Objective
@@ -91,6 +92,8 @@ def run_study(
     heartbeat_interval: int | None = 60,
     grace_period: int | None = None,
     max_retry: int = 3,
+    max_error: float | None = None,
+    rigorous: bool = False,
 ) -> optuna.Study | None:
     """Run trials of ``make_problem`` in this worker; return the study.
 
@@ -163,6 +166,13 @@ def run_study(
     whole trial. Term and graph counts are summed over
     the ranks of ``comm``. Returns the study on rank 0, ``None`` on the other ranks.
 
+    ``max_error=eps``: each trial's energy to within ``eps``. ``make_problem`` runs inside
+    :func:`monoprop.error_budget` ``(eps, rigorous=rigorous)``, so that the graphs it builds
+    choose their truncation to fit the budget, and each trial's ``minimize`` gets
+    ``max_error`` and ``rigorous`` (its ``settings`` may set their own), which rebuilds a graph
+    whose error at the optimum passes ``eps``. A trial records ``within_max_error``: whether
+    its energy's estimate (bound, with ``rigorous=True``) stayed within ``eps``.
+
     A trial whose ``make_problem`` or optimisation raises is stored as failed and the error is
     raised, unless its type is in ``catch``; then the worker goes on. Failed trials count
     towards ``n_trials`` and ``max_trials``, as in ``optuna.Study.optimize``.
@@ -175,6 +185,7 @@ def run_study(
             "or timeout (seconds); give at least one, or the worker would never stop."
         )
     heartbeat = _heartbeat_settings(heartbeat_interval, grace_period, max_retry)
+    error_limit = checked_budget(max_error, rigorous)
     directions = _directions(directions)
     if not (callable(cost) or cost in _COSTS):
         raise ValueError(f"cost={cost!r} is not one of {_COSTS} or a callable of the result.")
@@ -201,7 +212,14 @@ def run_study(
         try:
             with beating:
                 state, values, attributes = _run_trial(
-                    make_problem, shared, comm, len(directions) == 1, cost, rank_by, catch
+                    make_problem,
+                    shared,
+                    comm,
+                    len(directions) == 1,
+                    cost,
+                    rank_by,
+                    catch,
+                    error_limit,
                 )
         except optuna.exceptions.UpdateFinishedTrialError:
             # A report found the trial marked failed by another worker: drop it, go on.
@@ -215,14 +233,21 @@ def run_study(
     return study
 
 
-def _run_trial(make_problem, trial, comm, reports: bool, cost, rank_by: str, catch) -> tuple:
+def _run_trial(
+    make_problem, trial, comm, reports: bool, cost, rank_by: str, catch, error_limit
+) -> tuple:
     """``(state, values, user attributes)`` of one trial; raises what the trial raised unless
     its type is in ``catch``."""
     start = time.perf_counter()
     objective = None
     bounded = rank_by == "energy+bound"
+    eps, rigorous = error_limit
     try:
-        objective, x0, settings = _problem(make_problem(trial), comm)
+        with monoprop.error_budget(eps, rigorous=rigorous) if eps is not None else nullcontext():
+            objective, x0, settings = _problem(make_problem(trial), comm)
+        if eps is not None:
+            settings.setdefault("max_error", eps)
+            settings.setdefault("rigorous", rigorous)
         ranked = _bounded_value(objective) if bounded else None
         callback = _reporter(trial, reports, settings.pop("callback", None), ranked)
         result = minimize(objective, x0, callback=callback, **settings)
@@ -231,6 +256,8 @@ def _run_trial(make_problem, trial, comm, reports: bool, cost, rank_by: str, cat
     except catch:
         return TrialState.FAIL, None, _attributes(objective, None, comm, start)
     attributes = _attributes(objective, result, comm, start)
+    if eps is not None:
+        attributes["within_max_error"] = bool(result.within_max_error)
     energy = float(result.fun)
     if bounded:
         if result.truncation_error is None:

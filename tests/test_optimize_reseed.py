@@ -146,3 +146,44 @@ def test_reseeding_that_cycles_between_graphs_ends_with_its_reason():
         == result.objective.propagator.expectation_value(result.x)
     )
     assert result.fun == pytest.approx(true_energy(result.x), abs=1e-2)
+
+
+def budgeted(seed: np.ndarray) -> PauliPropagator:
+    """A graph whose truncation the error budget in force chooses (no lower_atol)."""
+    prop = PauliPropagator(PauliOperator(HEISENBERG, N), [], cutoff=N)
+    prop.build_graph(CIRCUIT, seed_parameters=seed)
+    return prop
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_max_error_rebuilds_the_graph_until_the_energy_is_within_it(seed):
+    eps = 1e-2
+    x0 = start(seed)
+    coarse = truncated(x0)  # seeded at small angles: far off at the optimum
+    result = minimize(coarse, x0, max_error=eps, rebuild=budgeted)
+    # The first run's end was over the budget: the graph was rebuilt there, with the budget.
+    assert result.segments[0].reason == "max_error" and result.rebuilds >= 1
+    assert result.within_max_error
+    assert result.truncation_error.estimate <= eps
+    assert result.objective.propagator.max_error_thresholds  # the budget chose its truncation
+    assert abs(true_energy(result.x) - result.fun) <= 3 * eps
+    assert abs(true_energy(result.x) - result.fun) <= result.truncation_error.bound + 1e-12
+    # Without a rebuild the run ends where it ends, and says the error there is over budget.
+    alone = minimize(truncated(x0), x0, max_error=eps)
+    assert not alone.within_max_error and not alone.success
+    assert alone.truncation_error.estimate > eps
+    assert f"passes max_error={eps:g}" in alone.message
+    assert "no rebuild(seed)" in alone.message
+    # The same run without max_error: no check, no rebuild, no within_max_error.
+    plain = minimize(truncated(x0), x0)
+    assert plain.fun == alone.fun and "within_max_error" not in plain
+
+
+def test_minimize_refuses_a_bad_max_error_before_running():
+    x0 = start(0)
+    prop = truncated(x0)
+    for bad, error in (("1e-3", TypeError), (-1.0, ValueError), (float("nan"), ValueError)):
+        with pytest.raises(error, match="max_error"):
+            minimize(prop, x0, max_error=bad)
+    with pytest.raises(ValueError, match="pass max_error too"):
+        minimize(prop, x0, rigorous=True)

@@ -346,3 +346,36 @@ def test_importing_monoprop_optimize_leaves_optuna_jax_and_matplotlib_unloaded(t
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[]", "['optuna', 'sqlalchemy']"]
+
+
+def budgeted_problem(trial):
+    """A graph built at the trial's start with no lower_atol: the study's budget chooses its
+    truncation; rebuilt, within the budget too, where the optimum passes it."""
+    from test_optimize_reseed import budgeted, start
+
+    x0 = start(trial.suggest_int("seed", 0, 1))
+    return budgeted(x0), x0, {"rebuild": budgeted}
+
+
+def test_a_study_with_max_error_builds_every_graph_within_it():
+    from test_optimize_reseed import true_energy
+
+    eps = 1e-2
+    study = run_study(
+        budgeted_problem, n_trials=2, storage=optuna.storages.InMemoryStorage(), max_error=eps
+    )
+    for trial in study.trials:
+        assert trial.state == TrialState.COMPLETE
+        attributes = trial.user_attrs
+        assert attributes["within_max_error"] is True
+        assert attributes["truncation_estimate"] <= eps
+        # As minimize(max_error=eps) on the graph make_problem builds within the same budget.
+        with monoprop.error_budget(eps):
+            prop, x0, settings = budgeted_problem(optuna.trial.FixedTrial(trial.params))
+        assert prop.max_error_thresholds
+        expected = minimize(prop, x0, max_error=eps, **settings)
+        assert attributes["energy"] == expected.fun
+        x = expected.x
+        assert abs(true_energy(x) - expected.fun) <= expected.truncation_error.bound + 1e-12
+    with pytest.raises(ValueError, match="max_error=-1"):
+        run_study(budgeted_problem, n_trials=1, max_error=-1.0)

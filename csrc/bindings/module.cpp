@@ -372,23 +372,28 @@ that would pass it instead of refusing.)doc");
   cls.def(
       "build_graph",
       [](MonomialPropagator& self, const LayerArrays& layers, const std::optional<std::vector<double>>& seed,
-         std::optional<int> only_rotate_len_k) {
-        const CircuitSpec circuit = to_circuit(layers);
+         std::optional<int> only_rotate_len_k, const std::optional<LayerArrays>& following) {
+        CircuitSpec circuit = to_circuit(layers);
+        if (following) circuit.following = to_circuit(*following).layers;
         py::gil_scoped_release release;
         self.build_graph(circuit, seed, only_rotate_len_k);
       },
       py::arg("layers"), py::arg("seed_parameters") = py::none(), py::arg("only_rotate_len_k") = py::none(),
+      py::arg("following") = py::none(),
       "Append ``layers`` to the graph; with ``seed_parameters`` (the full parameter vector after the call) "
-      "truncation is coefficient-informed, else structural.");
+      "truncation is coefficient-informed, else structural. ``following``: the layers later pieces of a build "
+      "in pieces apply, which the reach of dropped branches is planned through.");
   cls.def(
       "continue_graph",
       [](MonomialPropagator& self, const LayerArrays& layers, const std::optional<std::vector<double>>& seed,
-         std::optional<int> only_rotate_len_k) {
-        const CircuitSpec circuit = to_circuit(layers);
+         std::optional<int> only_rotate_len_k, const std::optional<LayerArrays>& following) {
+        CircuitSpec circuit = to_circuit(layers);
+        if (following) circuit.following = to_circuit(*following).layers;
         py::gil_scoped_release release;
         self.continue_graph(circuit, seed, only_rotate_len_k);
       },
       py::arg("layers"), py::arg("seed_parameters") = py::none(), py::arg("only_rotate_len_k") = py::none(),
+      py::arg("following") = py::none(),
       "Append more layers of the circuit the last ``build_graph`` began (its parameters and gates are on the "
       "axes already); ``seed_parameters`` is the full parameter vector.");
   cls.def(
@@ -525,6 +530,8 @@ that would pass it instead of refusing.)doc");
   cls.def_property_readonly(
       "truncate_to_fit", [](const MonomialPropagator& self) { return self.config().truncate_to_fit; },
       "Whether a layer that would pass the memory budget is thinned instead of refused.");
+  cls.def_property_readonly("budget_thresholds", &MonomialPropagator::budget_thresholds,
+                            "(layer, threshold) of each layer the last propagate or build thinned for max_error.");
   cls.def_property_readonly("memory_truncations", &MonomialPropagator::memory_truncations,
                             "(layer, lower_atol) of each layer the last propagate or build thinned to fit.");
   cls.def_property_readonly("memory_budget", &MonomialPropagator::memory_budget,
@@ -644,7 +651,9 @@ that would pass it instead of refusing.)doc");
       d["pair_signs"] = frozen(pair_signs);
       d["halves"] = pairs_of(halves);
       d["half_signs"] = frozen(half_signs);
-      d["cos_only"] = frozen(decoded.cos);
+      std::vector<std::uint32_t> cos_only = decoded.cos;  // lit, then dark (graph.h)
+      cos_only.insert(cos_only.end(), decoded.dark.begin(), decoded.dark.end());
+      d["cos_only"] = frozen(cos_only);
       layers.append(d);
     }
     return layers;
@@ -690,6 +699,14 @@ that would pass it instead of refusing.)doc");
       "upper_atol", [](MonomialPropagator& self) { return self.truncation().upper_atol; },
       py::cpp_function([](MonomialPropagator& self, std::optional<double> v) { self.truncation().upper_atol = v; },
                        py::arg("self"), py::arg("value")));
+  cls.def_property(
+      "max_error", [](MonomialPropagator& self) { return self.truncation().max_error; },
+      py::cpp_function([](MonomialPropagator& self, std::optional<double> v) { self.truncation().max_error = v; },
+                       py::arg("self"), py::arg("value")));
+  cls.def_property(
+      "rigorous", [](MonomialPropagator& self) { return self.truncation().rigorous; },
+      py::cpp_function([](MonomialPropagator& self, bool v) { self.truncation().rigorous = v; }, py::arg("self"),
+                       py::arg("value")));
 
   // After Engine, so that its signature names the class.
   m.def(

@@ -91,11 +91,13 @@ class CliffordFrame {
   // pairs; only those weigh anything in a product state). Its unpaired slots
   // are y's, xor the shifts of y's slots whose images are unpaired otherwise
   // than the slot itself: none at all under turns of Z-type monomials.
-  bool paired(const Key& y) const {
-    Key odd = unpaired(y), moved;
-    for (int w = 0; w < W; ++w) moved.words[w] = y.words[w] & shifted_.words[w];
-    for_slots(moved, [&](std::size_t s) { odd = odd ^ shift_[s]; });
-    return odd.is_identity();
+  bool paired(const Key& y) const { return unpaired_slots(y).is_identity(); }
+  // The modes of F(y) with one slot only (truncation_error weighs a dropped
+  // branch by their number, reach.h).
+  int unpaired_modes(const Key& y) const {
+    int n = 0;
+    for (const std::uint64_t w : unpaired_slots(y).words) n += std::popcount(w & kEvenSlots);
+    return n;
   }
 
   // F(y) up to its sign: the xor of the images of y's slots.
@@ -115,6 +117,13 @@ class CliffordFrame {
   }
 
  private:
+  // Both slots of every mode of F(y) that holds one only.
+  Key unpaired_slots(const Key& y) const {
+    Key odd = unpaired(y), moved;
+    for (int w = 0; w < W; ++w) moved.words[w] = y.words[w] & shifted_.words[w];
+    for_slots(moved, [&](std::size_t s) { odd = odd ^ shift_[s]; });
+    return odd;
+  }
   // The slots of x whose partner slot (2q, 2q + 1) is not set with it.
   static Key unpaired(const Key& x) {
     Key out;

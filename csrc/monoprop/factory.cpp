@@ -75,6 +75,9 @@ SavedSetup saved_setup(const SavedState& state) {
   // NaN: not set.
   if (const double a = state.scalar<double>("lower_atol"); !std::isnan(a)) t.lower_atol = a;
   if (const double a = state.scalar<double>("upper_atol"); !std::isnan(a)) t.upper_atol = a;
+  if (state.has("max_error"))  // saves made before the error budget hold none
+    if (const double a = state.scalar<double>("max_error"); !std::isnan(a)) t.max_error = a;
+  if (state.has("rigorous")) t.rigorous = state.scalar<std::uint8_t>("rigorous") != 0;
   const auto slots = state.get<std::uint32_t>("basis_change_slots");
   std::uint64_t from = 0;
   for (const std::uint64_t end : state.get<std::uint64_t>("basis_change_ends")) {

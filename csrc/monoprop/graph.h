@@ -10,7 +10,9 @@
 //   cos (a):         a is only scaled: c_a <- cos c_a. In a rotation its
 //                    sine branch is dropped, which truncation_error counts
 //                    (a noise scaling drops nothing; in a Transfer, cos = 1:
-//                    a keeps c_a and its transfer sin c_a is dropped)
+//                    a keeps c_a and its transfer sin c_a is dropped); a
+//                    dark cos entry's branch cannot reach the end of the
+//                    propagation (reach.h) and is not counted
 //   pair (a, b, s):  a and b rotate into each other
 //                      c_a <- cos c_a - s sin c_b,  c_b <- cos c_b + s sin c_a
 //   birth (a, b, s): a pair whose b was born in the layer (b starts at 0)
@@ -25,7 +27,9 @@
 // Layout. A shard's part of a layer is one byte string holding sections of
 // entries in ascending a. A section is a stream of variable-length integers
 // (LEB128, 7 bits a byte), one an entry: cos entries hold the gap to the
-// previous a; the others hold (gap << 1) | (s < 0). A pair or half section
+// previous a; the others hold (gap << 1) | (s < 0). The cos section holds
+// its dark entries last, a second ascending run whose first gap wraps
+// around (a 32-bit difference), and counts them in its `base`. A pair or half section
 // then holds the b of every entry in a second stream, `width` little-endian
 // bytes each, so that a replay can ask for the partner of an entry a few
 // entries ahead without decoding up to it. A birth's b is implicit: the k-th
@@ -56,6 +60,14 @@ struct LayerInfo {
   std::int32_t gate = 0;       // authoring gate, for per-gate parameter mappings
   double frequency = 0.0;
   Noise noise;
+  // How truncation_error counts what the layer's cos entries drop: `reach`,
+  // the mean reach_weight^2 of its (lit) dropped branches, weighed by their
+  // (sn c)^2 at the build's seed (by count in a structural build), scales
+  // their squares in the estimate. `stale`: later layers were added after the
+  // reach was known (a build that goes on from the graph): every entry then
+  // counts, dark ones too, with weight 1, as before reach was known.
+  double reach = 1.0;
+  bool stale = false;
 
   // The layer's numbers at parameter value x (any value for a fixed rate).
   Turn turn(double x) const { return noise.rotation() ? rotation_turn(frequency * x) : noise_turn(noise, x); }
@@ -67,7 +79,7 @@ struct Section {
   std::uint32_t count = 0;
   std::uint32_t offset = 0, length = 0;
   std::uint32_t partners = 0;
-  std::uint32_t base = 0;  // births: the slot of the first one
+  std::uint32_t base = 0;  // births: the slot of the first one; cos: how many of its entries are dark
   std::uint8_t width = 0;  // pairs and halves: bytes of b
 };
 
@@ -175,6 +187,17 @@ class SectionWriter {
   std::uint8_t width_ = 0;
 };
 
+// Writes a cos section from its lit entries and its dark ones, each list
+// ascending (see Layout).
+inline void write_cos(SectionWriter& writer, const std::vector<std::uint32_t>& lit,
+                      const std::vector<std::uint32_t>& dark, std::vector<std::uint8_t>& bytes, Section& section) {
+  writer.start();
+  for (const std::uint32_t a : lit) writer.cos(a);
+  for (const std::uint32_t a : dark) writer.cos(a);
+  writer.append_to(bytes, section);
+  section.base = static_cast<std::uint32_t>(dark.size());
+}
+
 // Walks one section's entries in order; partner(k) reads the b of entry k.
 class SectionReader {
  public:
@@ -224,7 +247,7 @@ struct DecodedEntry {
   int sign;
 };
 struct DecodedLayer {
-  std::vector<std::uint32_t> cos;
+  std::vector<std::uint32_t> cos, dark;     // the cos entries, lit and dark
   std::vector<DecodedEntry> pairs, halves;  // births are pairs
 };
 DecodedLayer decode(const ShardLayer& layer);

@@ -160,6 +160,9 @@ void Propagator<A, W, I>::unscale_remote(int s, const RemoteLayer& remote, const
         double& y = c[s][b.slots[e]];
         y *= plan.inverse_cs;
         if (plan.track) me.found_drops.add(plan.sn * y);  // a quiet term found rotates: see settle_part()
+        if (plan.classify)
+          if (const double reach = reach_of(plan, me.keys.key(b.slots[e]) ^ plan.generator); reach > 0.0)
+            me.reach_tally.add(std::abs(plan.sn * y), reach, -1.0);
       }
 }
 

@@ -45,7 +45,7 @@ void Propagator<A, W, I>::fit_births(const LayerPlan& plan, Column<double>** val
   for (const Shard& me : shards_) {
     for (const auto& out : me.outbox) queries += out.size();
     for (const auto& out : me.late) queries += out.size();
-    quiet += me.quiet.size() + me.quiet_late.size();
+    quiet += me.quiet.size() + me.quiet_late.size() + me.dark.size();
     births += me.born;
   }
   // Room kept for later layers, which steers how many births are kept: the
@@ -134,16 +134,18 @@ void Propagator<A, W, I>::fit_births(const LayerPlan& plan, Column<double>** val
   }
   // Keep the weights above the first one left out: ties with it go too.
   const double atol = weighed[lo].weight;
-  drop_births(plan, values, atol);
+  drop_births(plan, values, [&](const Query& q, const double* c) { return std::abs(plan.sn * c[q.a]) <= atol; });
   for (std::size_t o = 0; o < shards; ++o) all[o] = shards_[o].born;
   budget_.grant(bytes(all, false));  // fits: at most `least` with the lookups' room, or the m that fit
   if (!raised_atol_ || atol > *raised_atol_) raised_atol_ = atol;
   truncating_.emplace_back(plan.layer, atol);
 }
 
-// Turns the births of askers with |sn * c_a| <= atol into quiet terms.
+// Turns the births for which drop(query, coefficients of its shard) holds
+// into quiet terms.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::drop_births(const LayerPlan& plan, Column<double>** values, double atol) {
+template <typename Drop>
+void Propagator<A, W, I>::drop_births(const LayerPlan& plan, Column<double>** values, Drop&& drop_birth) {
   const std::size_t shards = shards_.size();
   // A birth's b is not set before append_births: it keeps the birth's place
   // in its owner's list meanwhile, so that the lists keep their order.
@@ -156,11 +158,14 @@ void Propagator<A, W, I>::drop_births(const LayerPlan& plan, Column<double>** va
   for (std::size_t src = 0; src < shards; ++src) {
     Shard& me = shards_[src];
     double* c = values[src]->data();
-    std::vector<std::uint32_t> dropped;
+    std::vector<std::uint32_t> dropped, dark;
     auto drop = [&](std::vector<Query>& list) {
       std::erase_if(list, [&](const Query& q) {
-        if (q.answer != Answer::Born || std::abs(plan.sn * c[q.a]) > atol) return false;
-        dropped.push_back(q.a);
+        if (q.answer != Answer::Born || !drop_birth(q, c)) return false;
+        // The dropped branch is the partner that is not born (reach.h).
+        const double reach = plan.classify ? reach_of(plan, q.partner) : 1.0;
+        if (reach > 0.0 && plan.classify) me.reach_tally.add(std::abs(plan.sn * c[q.a]), reach);
+        (reach > 0.0 ? dropped : dark).push_back(q.a);
         return true;
       });
     };
@@ -169,14 +174,16 @@ void Propagator<A, W, I>::drop_births(const LayerPlan& plan, Column<double>** va
       drop(me.late[o]);
     }
     std::sort(dropped.begin(), dropped.end());
-    for (const std::uint32_t a : dropped) {
-      me.flags.clear(a);
-      // As scan() does for a quiet term: its sine branch is counted as
-      // dropped (truncation_error), then it is scaled by cos.
-      if (plan.track) me.quiet_drops.add(plan.sn * c[a]);
-      c[a] *= plan.cs;
-    }
-    if (plan.record) {  // into the late list, which stays ascending
+    for (const auto* list : {&dropped, &dark})
+      for (const std::uint32_t a : *list) {
+        me.flags.clear(a);
+        // As scan() does for a quiet term: its sine branch is counted as
+        // dropped (truncation_error), then it is scaled by cos.
+        if (plan.track) me.quiet_drops.add(plan.sn * c[a]);
+        c[a] *= plan.cs;
+      }
+    if (plan.record) me.dark.append(dark.data(), dark.size());  // settle() sorts them
+    if (plan.record) {                                          // into the late list, which stays ascending
       const std::size_t before = me.quiet_late.size();
       me.quiet_late.append(dropped.data(), dropped.size());
       std::inplace_merge(me.quiet_late.data(), me.quiet_late.data() + before,

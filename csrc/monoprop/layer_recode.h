@@ -51,14 +51,15 @@ template <typename Place>
 bool recode(const std::vector<DecodedLayer>& decoded, std::size_t l, std::vector<Graph>& into,
             const std::vector<std::uint8_t>& width, Place&& place) {
   const std::size_t B = into.size();
-  std::vector<std::vector<std::uint32_t>> cos(B);
+  std::vector<std::vector<std::uint32_t>> cos(B), dark(B);
   std::vector<std::vector<Entry>> pairs(B * B), halves(B * B);  // [b * B + o]
   bool crossing = false;
   for (std::size_t s = 0; s < decoded.size(); ++s) {
-    for (const std::uint32_t a : decoded[s].cos) {
-      const auto [b, i] = place(s, a);
-      cos[b].push_back(i);
-    }
+    for (auto [from, to] : {std::pair{&decoded[s].cos, &cos}, std::pair{&decoded[s].dark, &dark}})
+      for (const std::uint32_t a : *from) {
+        const auto [b, i] = place(s, a);
+        (*to)[b].push_back(i);
+      }
     for (auto [list, out] : {std::pair{&decoded[s].pairs, &pairs}, std::pair{&decoded[s].halves, &halves}})
       for (const DecodedEntry& e : *list) {
         const auto [b, i] = place(s, e.a);
@@ -71,9 +72,8 @@ bool recode(const std::vector<DecodedLayer>& decoded, std::size_t l, std::vector
   for (std::size_t b = 0; b < B; ++b) {
     ShardLayer& layer = into[b][l];
     sort_runs(cos[b]);
-    writer.start();
-    for (const std::uint32_t a : cos[b]) writer.cos(a);
-    writer.append_to(layer.bytes, layer.cos);
+    sort_runs(dark[b]);
+    write_cos(writer, cos[b], dark[b], layer.bytes, layer.cos);
     for (std::size_t o = 0; o < B; ++o) {
       auto& p = pairs[b * B + o];
       auto& h = halves[b * B + o];

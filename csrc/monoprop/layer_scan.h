@@ -41,9 +41,11 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   // the pages written become resident (column.h).
   me.quiet.clear();
   me.quiet_late.clear();
+  me.dark.clear();
   if (plan.record) {
     me.quiet.reserve(n);
     me.quiet_late.reserve(n);
+    if (plan.dark) me.dark.reserve(n);
   }
   for (auto& out : me.outbox) out.clear();
   for (auto& out : me.late) out.clear();
@@ -62,7 +64,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   struct Rule {
     double* c;
     double sn, cs, lower_atol;
-    bool lower, capped, scales, record, track;
+    bool lower, capped, scales, record, track, classify;
   };
   const Rule rule{c,
                   plan.sn,
@@ -72,7 +74,8 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
                   plan.k.has_value(),
                   plan.kind == LayerKind::Damp || plan.kind == LayerKind::Select,
                   plan.record,
-                  plan.track};
+                  plan.track,
+                  plan.classify};
   ActiveBatch batch;
   auto visit = [&](std::size_t w, std::uint64_t hits) {
     // A copy in registers: through the capture, each number would be read
@@ -83,6 +86,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
     // chain every quiet term to the last.
     rotation::V2 drops = {};
     std::size_t n_drops = 0;
+    ReachTally lit;  // the word's lit branches (reach.h)
     for (; hits; hits &= hits - 1) {
       const auto i = static_cast<std::uint32_t>(64 * w + static_cast<std::size_t>(std::countr_zero(hits)));
       if (r.scales) {                                              // a noise scaling: every term it marks is quiet
@@ -98,7 +102,13 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
           ++n_drops;
         }
         r.c[i] *= r.cs;
-        if (r.record) me.quiet.push_reserved(i);
+        if (r.classify) {  // the branch's reach: its key, past the generator
+          const double reach = reach_of(plan, me.keys.key(i) ^ plan.generator);
+          if (reach > 0.0) lit.add(moved, reach);
+          if (r.record) (reach > 0.0 ? me.quiet : me.dark).push_reserved(i);
+        } else if (r.record) {
+          me.quiet.push_reserved(i);
+        }
         continue;
       }
       me.keys.prefetch_row(static_cast<I>(i));
@@ -107,6 +117,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
       if (++batch.size == ActiveBatch::kSize) test_partners(s, plan, c, batch);
     }
     if (n_drops) me.quiet_drops.add_sums(w, drops, n_drops);
+    me.reach_tally += lit;
   };
   constexpr std::size_t ahead = 4;
   std::size_t ring_word[ahead];
@@ -157,10 +168,13 @@ void Propagator<A, W, I>::test_partners(int s, const LayerPlan& plan, double* c,
     const std::uint32_t i = batch.term[e];
     const Key key = me.keys.key(i), partner = key ^ plan.generator, seen = plan.truth(partner);
     const int measure = t.type == CutoffType::Support ? seen.support() : seen.length();
-    if (measure <= t.cutoff || seen.fully_paired() || (upper && batch.moved[e] > *t.upper_atol))
+    if (measure <= t.cutoff || seen.fully_paired() || (upper && batch.moved[e] > *t.upper_atol)) {
       ask(me, plan, i, key, partner);
-    else
-      quiet(me, me.quiet_late, c, i, plan.cs, plan.sn, plan.record, plan.track);
+      continue;
+    }
+    const double reach = plan.classify ? reach_of(plan, partner) : 1.0;
+    if (plan.classify && reach > 0.0) me.reach_tally.add(c ? batch.moved[e] : 1.0, reach);
+    quiet(me, reach > 0.0 ? me.quiet_late : me.dark, c, i, plan.cs, plan.sn, plan.record, plan.track);
   }
   batch.size = 0;
 }

@@ -33,6 +33,11 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const LayerPlan& plan, 
   });
   team.sync(t);
   team.each(t, [&](int s) { resolve(s, plan, true); });
+  if (error_budget_.on && values && plan.kind == LayerKind::Rotation) {  // the births are weighed together
+    team.sync(t);
+    if (t == 0) spend_budget(plan, values);
+    team.sync(t);
+  }
   if (fits_by_truncation(plan, values)) {  // the rank's births are weighed together (layer_fit.h)
     team.sync(t);
     if (t == 0) fit_births(plan, values);
@@ -56,7 +61,12 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const LayerPlan& plan, 
     double* ours = remote_values_.data();
     remote_step(t, team, *remote, plan.cs, plan.sn, c.data(), 1, ours, ours + remote->entries, 0.0);
   }
-  team.each(t, [&](int s) { clear_flags(s); });
+  team.each(t, [&](int s) {
+    clear_flags(s);
+    Shard& me = shards_[static_cast<std::size_t>(s)];
+    if (values) me.reach_total += me.reach_tally;  // a structural build counts branches, not weights
+    me.reach_layers.push_back(std::exchange(me.reach_tally, {}));
+  });
   // The next scan reads coefficients that other threads' entries may have written.
   if (values) team.sync(t);
 }
@@ -132,8 +142,9 @@ void Propagator<A, W, I>::check_growth(int s, const LayerPlan& plan, bool evolvi
   std::size_t queries = 0;
   for (const auto& out : me.outbox) queries += out.size();
   for (const auto& out : me.late) queries += out.size();
-  const std::size_t bytes = me.keys.growth_bytes(me.born) + me.born * (sizeof(double) * (evolving ? 2 : 1) + 1) +
-                            (plan.record ? 6 * queries + 2 * (me.quiet.size() + me.quiet_late.size()) : 0);
+  const std::size_t bytes =
+      me.keys.growth_bytes(me.born) + me.born * (sizeof(double) * (evolving ? 2 : 1) + 1) +
+      (plan.record ? 6 * queries + 2 * (me.quiet.size() + me.quiet_late.size() + me.dark.size()) : 0);
   if (budget_.grant(bytes)) return;
   // What on_memory_limit="truncate" would do, or why it did not.
   std::string truncation = " Or pass on_memory_limit=\"truncate\" to drop the smallest new terms.";
@@ -208,7 +219,18 @@ void Propagator<A, W, I>::settle(int s, const LayerPlan& plan, Column<double>** 
       else
         cos.cos(a);
     }
+    // The dark entries last, ascending (graph.h); few, in the layers near the end.
+    std::sort(me.dark.data(), me.dark.data() + me.dark.size());
+    std::uint32_t dark = 0;
+    for (const std::uint32_t a : me.dark)
+      if (me.flags.test(a, TermFlags::kMarked)) {
+        me.flags.clear(a);
+      } else {
+        cos.cos(a);
+        ++dark;
+      }
     cos.append_to(me.staging, layer.cos);
+    layer.cos.base = dark;
   }
   for (std::size_t o = 0; o < shards_.size(); ++o) {  // the lookups of each round make a part
     settle_part(s, o, me.outbox[o], plan, values, record ? &layer : nullptr);
@@ -251,6 +273,9 @@ void Propagator<A, W, I>::settle_part(int s, std::size_t o, const std::vector<Qu
     }
     me.flags.clear(q.a);
     const bool is_half = half(q, plan);
+    if (!values && plan.classify && q.answer == Answer::Found && !is_half)  // a quiet partner, counted by its scan
+      if (const double reach = reach_of(plan, q.partner ^ plan.generator); reach > 0.0)
+        me.reach_tally.add(1.0, reach, -1.0);
     if (values) {
       double& x = own[q.a];
       double& y = other[q.b];
@@ -263,6 +288,10 @@ void Propagator<A, W, I>::settle_part(int s, std::size_t o, const std::vector<Qu
           const double taken = plan.sn * y;
           found += rotation::V2{std::abs(taken), taken * taken};
           ++n_found;
+          // Its branch (past the generator: the asker's key) was counted lit or dark.
+          if (plan.classify)
+            if (const double reach = reach_of(plan, q.partner ^ plan.generator); reach > 0.0)
+              me.reach_tally.add(std::abs(taken), reach, -1.0);
         }
         rotation::rotate(x, y, plan.cs, plan.sn, q.sign);
       }

@@ -27,7 +27,8 @@ SplitStats split_stats(const std::vector<const Graph*>& graphs, const std::vecto
     bool found = false;
     for (std::size_t s = 0; s < S; ++s) {
       const DecodedLayer d = decode((*graphs[s])[l]);
-      for (const std::uint32_t a : d.cos) ++work[s][a];
+      for (const auto* list : {&d.cos, &d.dark})
+        for (const std::uint32_t a : *list) ++work[s][a];
       const DecodedEntry* first = nullptr;
       for (const auto* list : {&d.pairs, &d.halves})
         for (const DecodedEntry& e : *list) {

@@ -40,6 +40,11 @@ struct Truncation {
   CutoffType type = CutoffType::Length;
   std::optional<double> lower_atol;
   std::optional<double> upper_atol;
+  // An error budget (layer_budget.h): propagate and seeded builds choose which
+  // new terms to drop, layer by layer, so that truncation_error's estimate of
+  // what they drop (with `rigorous`, its bound) stays within max_error.
+  std::optional<double> max_error;
+  bool rigorous = false;
 };
 
 // A Hermitian-basis term: set slots and the real coefficient h of M_S.
@@ -68,6 +73,12 @@ struct CircuitSpec {
   std::vector<LayerSpec> layers;
   std::int32_t n_parameters = 0;
   std::int32_t n_gates = 0;
+  // A build in pieces: the circuit's layers that later pieces apply (circuit
+  // order, as `layers`). truncation_error knows which dropped branches can
+  // reach the end of the propagation from the layers after them (reach.h),
+  // so a piece plans through these too, and the pieces record the graph one
+  // build of the whole circuit records.
+  std::vector<LayerSpec> following;
 };
 
 struct Config {
@@ -237,6 +248,11 @@ class MonomialPropagator {
   // truncation thinned: (layer of that call, 0-based, lower_atol it used).
   virtual std::vector<std::pair<std::size_t, double>> memory_truncations() const {
     throw UsageError("this propagator type records no memory truncations; forward it to the propagator it wraps.");
+  }
+  // The layers of the last propagate or build whose new terms it dropped to
+  // stay within max_error (layer_budget.h): (layer of that call, threshold).
+  virtual std::vector<std::pair<std::size_t, double>> budget_thresholds() const {
+    throw UsageError("this propagator type records no error budget; forward it to the propagator it wraps.");
   }
   // The whole propagator as named arrays (saved_state.h); restore_propagator
   // turns them back into a propagator whose replays are bitwise this one's.

@@ -25,6 +25,7 @@
 
 #include <cmath>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "memory_budget.h"
 #include "monomial_propagator.h"
 #include "rank_layout.h"
+#include "reach.h"
 #include "remote.h"
 #include "replay.h"
 #include "replay_lanes.h"
@@ -127,6 +129,7 @@ class Propagator final : public MonomialPropagator {
   }
   std::uint64_t memory_budget() const override { return budget_.limit(); }
   std::vector<std::pair<std::size_t, double>> memory_truncations() const override { return truncations_; }
+  std::vector<std::pair<std::size_t, double>> budget_thresholds() const override { return budget_thresholds_; }
   SavedState save_state() const override;
 
  protected:
@@ -208,6 +211,15 @@ class Propagator final : public MonomialPropagator {
     bool track = false;            // propagate sums the sine branches it drops (Shard::quiet_drops)
     std::optional<int> k;          // only_rotate_len_k
     const Frame* frame = nullptr;  // when truncation measures keys in a Clifford frame
+    // The reach of what the layer drops (reach.h), where it is counted:
+    // `dark` holds the checks (on held keys) a branch that can still reach the
+    // end passes (null: every branch passes). The estimate weighs a branch
+    // y by how far F(y) is from the end (reach.h), F the `reach_frame`.
+    bool classify = false;
+    const std::vector<Key>* dark = nullptr;
+    const Frame* reach_frame = nullptr;
+    int target_support = 0;                           // Schrodinger: the most modes a term of the observable touches
+    std::span<const std::pair<Key, double>> targets;  // and its terms with their shares, where there are few
     // The term a held key stands for, up to sign: what truncation measures.
     Key truth(const Key& key) const { return frame ? frame->image(key) : key; }
     bool transfer() const { return kind == LayerKind::Transfer; }
@@ -252,6 +264,14 @@ class Propagator final : public MonomialPropagator {
     // rotate after all. What was dropped is the difference over all shards
     // (dropped_in_call()).
     DropSum quiet_drops, found_drops;
+    // Of the lit branches (those that may reach the end) the layer being
+    // applied drops, net of those found: sum x, x^2, x^2 w^2 and x sqrt(w) for x = |sn c|
+    // (1 without coefficients) and w their reach weight (reach.h).
+    ReachTally reach_tally;
+    std::vector<ReachTally> reach_layers;  // the tally of each layer of the operation, in order
+    ReachTally reach_total;                // and their sum
+    // Recorded: the quiet terms whose branch is dark (reach.h), in any order.
+    Column<std::uint32_t> dark;
     SectionWriter writers[4];                    // cos, births, pairs, halves of the part being recorded
     std::vector<std::uint8_t> staging;           // the bytes of the layer being recorded
     std::vector<std::vector<Query>> outbox;      // by owner shard (this shard's own included)
@@ -274,6 +294,7 @@ class Propagator final : public MonomialPropagator {
       flags.release();
       quiet.release();
       quiet_late.release();
+      dark.release();
       give_back(births);
       give_back(staging);
       give_back(birth_hashes);
@@ -336,15 +357,54 @@ class Propagator final : public MonomialPropagator {
     Key generator;           // F^-1 of the layer's generator, without its sign
     double frequency = 0.0;  // the layer's, times the sign of F^-1
     std::int32_t parameter = 0, gate = 0;
-    std::size_t frame = 0;  // 1 + the index in CircuitPlan::frames truncation reads; 0: none
+    std::size_t frame = 0;        // 1 + the index in CircuitPlan::frames truncation reads; 0: none
+    std::size_t reach_frame = 0;  // the same for the reach of dropped branches (0: the identity)
+    std::size_t dark = 0;         // 1 + the index in CircuitPlan::dark of its checks; 0: none
     Noise noise;
     Key slots;  // the layer's own slots (a Select or Transfer reads them)
   };
   struct CircuitPlan {
     std::vector<Step> steps;    // application order
-    std::vector<Frame> frames;  // the frames truncation measures in, when they matter
+    std::vector<Frame> frames;  // the frames truncation and reach measure in, when they matter
     Frame after;                // the frame once the circuit is applied
+    // The checks, on held keys, of the steps whose dropped branches may be
+    // dark (reach.h): the steps near the end of the propagation.
+    std::vector<std::vector<Key>> dark;
+    std::size_t following = 0;                    // steps of CircuitSpec::following the reach was planned through
+    int target_support = 0;                       // Schrodinger: the most modes a term of the observable touches
+    std::vector<std::pair<Key, double>> targets;  // and its terms with their shares (none where there are many)
   };
+  // Fills plan.dark and each step's dark, given each step's true generator
+  // (or, for a quarter turn, its monomial and k) in application order.
+  struct Move {
+    Key key;
+    int quarter_turns = 0;  // 1..3: a quarter turn; 0: a step
+    bool feeds = false;     // a rotation or Transfer: the step spans its key
+    std::size_t step = 0;   // of a step: its index in plan.steps (past the end: a later piece's)
+  };
+  void plan_reach(CircuitPlan& plan, const std::vector<Move>& moves) const;
+  // The reach of a branch a layer drops (a held key): 0 where it is dark, else
+  // its weight in the estimate. Inlined: the scan weighs every branch it drops.
+  [[gnu::always_inline]] double reach_of(const LayerPlan& plan, const Key& branch) const {
+    if (plan.dark)
+      for (const Key& h : *plan.dark)
+        if (parity(h, branch)) return 0.0;
+    if (!schrodinger())
+      return reach_weight(plan.reach_frame ? plan.reach_frame->unpaired_modes(branch) : unpaired_modes(branch));
+    return state_reach(plan, branch);
+  }
+  // Schrodinger: the modes of F(y) past the widest observable term's, or the
+  // fewest modes in which F(y) differs from a term, weighed by that term's
+  // share of the observable's norm (reach.h).
+  double state_reach(const LayerPlan& plan, const Key& branch) const {
+    const Key truth = plan.reach_frame ? plan.reach_frame->image(branch) : branch;
+    if (plan.targets.empty()) return reach_weight(std::max(0, truth.support() - plan.target_support), kStateBase);
+    double best = 0.0;
+    for (const auto& [target, share] : plan.targets)
+      best = std::max(best, share * reach_weight((truth ^ target).support(), kStateBase));
+    return best;
+  }
+  std::vector<ReachTally> reach_by_layer() const;
   CircuitPlan plan_circuit(const CircuitSpec& circuit, std::optional<int> only_rotate_len_k) const;
   // `continuing`: the circuit's parameters and gates are on the axes already
   // (continue_graph).
@@ -367,7 +427,8 @@ class Propagator final : public MonomialPropagator {
   static void quiet(Shard& me, Column<std::uint32_t>& list, double* c, std::uint32_t i, double cs, double sn,
                     bool record, bool track);
   void test_partners(int s, const LayerPlan& plan, double* c, ActiveBatch& batch);
-  void ask(Shard& me, const LayerPlan& plan, std::uint32_t i, const Key& key, const Key& partner);
+  [[gnu::always_inline]] inline void ask(Shard& me, const LayerPlan& plan, std::uint32_t i, const Key& key,
+                                         const Key& partner);
   void resolve(int s, const LayerPlan& plan, bool late);
   void post_late(int s);
   Answer found(Shard& me, std::uint32_t b, const LayerPlan& plan);
@@ -375,7 +436,14 @@ class Propagator final : public MonomialPropagator {
   // on_memory_limit="truncate" (layer_fit.h).
   bool fits_by_truncation(const LayerPlan& plan, Column<double>** values) const;
   void fit_births(const LayerPlan& plan, Column<double>** values);
-  void drop_births(const LayerPlan& plan, Column<double>** values, double atol);
+  template <typename Drop>
+  void drop_births(const LayerPlan& plan, Column<double>** values, Drop&& drop);
+  // max_error (layer_budget.h).
+  void check_budget(bool coefficients, std::optional<int> k) const;
+  double budget_cost(const ReachTally& tally) const;
+  void open_budget(std::size_t steps, std::size_t following, double spent);
+  void close_budget();
+  void spend_budget(const LayerPlan& plan, Column<double>** values);
   void append_births(int s, const LayerPlan& plan, Column<double>* values);
   void settle(int s, const LayerPlan& plan, Column<double>** values, Graph* record);
   void settle_part(int s, std::size_t o, const std::vector<Query>& queries, const LayerPlan& plan,
@@ -451,9 +519,11 @@ class Propagator final : public MonomialPropagator {
   // (Heisenberg), or the sum of |h| over the observable's non-identity terms
   // (Schrodinger; propagator_replay.h).
   double error_scale() const;
+  // A value with its bound and estimate from what the replay dropped (propagator_replay.h).
+  ValueWithError with_error(double value, const Dropped& total) const;
   // What the running propagate (or seeded build) has dropped so far on this
-  // rank: raw weights, and dropped_so_far() in the value's units (progress
-  // reports).
+  // rank: raw weights (the lit branches', and every branch's as the plain
+  // sums), and dropped_so_far() in the value's units (progress reports).
   Dropped dropped_in_call() const;
   double dropped_so_far();
   // The value and gradient; with `total`, as evaluate.
@@ -499,6 +569,9 @@ class Propagator final : public MonomialPropagator {
 
   std::vector<Shard> shards_;
   std::vector<LayerInfo> layers_;  // the graph's layers, in application order
+  // How many layers the reach of the graph's layers was planned through
+  // (reach.h): more than layers_.size() while a build in pieces goes on.
+  std::size_t reach_horizon_ = 0;
   Routing routing_;
   int rank_ = 0;
   MemoryBudget budget_;
@@ -506,6 +579,19 @@ class Propagator final : public MonomialPropagator {
   // and the layers it thinned: of the operation running, then of the last.
   std::optional<double> raised_atol_;
   std::vector<std::pair<std::size_t, double>> truncating_, truncations_;
+  // The error budget of the operation running (layer_budget.h): in the units
+  // of budget_cost(), its total and what is spent, the layers it spreads over
+  // and how many of the call's layers are counted in `spent`.
+  struct ErrorBudget {
+    bool on = false;
+    double total = 0.0, spent = 0.0;
+    std::size_t steps = 0, counted = 0;
+  };
+  ErrorBudget error_budget_;
+  double budget_spent_ = 0.0;      // what the last budgeted build spent: a build in pieces goes on from it
+  std::size_t budget_layers_ = 0;  // and the layers it applied, which number the next piece's thresholds
+  // (layer, threshold) of each layer the last operation's budget thinned.
+  std::vector<std::pair<std::size_t, double>> budget_thresholds_;
   std::vector<RemoteLayer> remote_;  // aligned with layers_
   std::size_t remote_entries_ = 0;   // over all layers of remote_
   std::size_t entries_ = 0;          // graph entries on this rank, over all shards
@@ -531,6 +617,7 @@ class Propagator final : public MonomialPropagator {
   mutable RankLayout rank_layout_;                         // of generation layout_generation_, if one pays
   mutable bool routing_reported_ = false;
   double core_ = 0.0;              // Heisenberg identity term, kept apart
+  double observable_norm_ = 0.0;   // Heisenberg: the sum of |h| over the operand's other terms where it started
   double reported_dropped_ = 0.0;  // the largest dropped_so_far() of the running call
   // What the operand dropped before the graph starts (propagate, an in-place
   // contraction; Schrodinger: the initial state beyond schrodinger_cutoff), on
@@ -549,6 +636,7 @@ class Propagator final : public MonomialPropagator {
 
 }  // namespace monoprop
 
+#include "layer_budget.h"
 #include "layer_exchange.h"
 #include "layer_fit.h"
 #include "layer_scan.h"

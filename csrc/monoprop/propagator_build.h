@@ -56,7 +56,14 @@ void Propagator<A, W, I>::apply_circuit(int t, Team& team, const CircuitPlan& ci
     // nothing); so does a seeded build whose progress is shown, for the bar.
     plan.track = values && (!record || progress_) && (plan.kind == LayerKind::Rotation || plan.transfer());
     plan.k = plan.kind == LayerKind::Rotation ? k : std::nullopt;  // only_rotate_len_k limits rotations only
-    if (plan.kind == LayerKind::Rotation || plan.transfer())       // a scaling asks nobody
+    // What a rotation or transfer drops is classified by its reach (reach.h),
+    // unless only_rotate_len_k leaves truncation_error without a bound.
+    plan.classify = !k && (plan.kind == LayerKind::Rotation || plan.transfer());
+    plan.dark = step.dark ? &circuit.dark[step.dark - 1] : nullptr;
+    plan.reach_frame = step.reach_frame ? &circuit.frames[step.reach_frame - 1] : nullptr;
+    plan.target_support = circuit.target_support;
+    plan.targets = circuit.targets;
+    if (plan.kind == LayerKind::Rotation || plan.transfer())  // a scaling asks nobody
       plan.peers = routing_.peers(rank_, plan.generator.words.data(), W);
     plan.operation = record ? "build_graph" : "propagate";
     plan.layer = l;
@@ -85,11 +92,31 @@ Dropped Propagator<A, W, I>::dropped_in_call() const {
     n_quiet += shard.quiet_drops.count();
     n_found += shard.found_drops.count();
   }
-  if (n_found >= n_quiet) return {};
-  return {std::max(0.0, quiet.sum - found.sum), std::max(0.0, quiet.squares - found.squares)};
+  Dropped out;
+  if (n_found < n_quiet) {
+    out.plain_sum = std::max(0.0, quiet.sum - found.sum);
+    out.plain_squares = std::max(0.0, quiet.squares - found.squares);
+  }
+  ReachTally lit;
+  for (const Shard& shard : shards_) lit += shard.reach_total;
+  if (lit.count > 0) {
+    out.sum = std::max(0.0, lit.sum);
+    out.squares = std::max(0.0, lit.weighted);
+  }
+  return out;
 }
 
-// The same in the value's units, for the progress bar: never less than it
+// What each layer of this call dropped of the lit branches (reach.h), over
+// the rank's shards in ascending order.
+template <typename A, int W, typename I>
+std::vector<ReachTally> Propagator<A, W, I>::reach_by_layer() const {
+  std::vector<ReachTally> out(shards_.empty() ? 0 : shards_[0].reach_layers.size());
+  for (const Shard& shard : shards_)
+    for (std::size_t l = 0; l < out.size() && l < shard.reach_layers.size(); ++l) out[l] += shard.reach_layers[l];
+  return out;
+}
+
+// The bound in the value's units, for the progress bar: never less than it
 // showed before (what a layer drops is >= 0; the difference of the sums may
 // wobble by rounding).
 template <typename A, int W, typename I>
@@ -108,38 +135,96 @@ auto Propagator<A, W, I>::plan_circuit(const CircuitSpec& circuit, std::optional
   const Truncation& t = config_.truncation;
   const int n = config_.num_modes;
   const bool measured = k || t.cutoff < (t.type == CutoffType::Support ? n : 2 * n);
-  bool changed = true;  // since the last frame kept for truncation
+  bool changed = true;  // since the last frame kept
+  // The frame in force, kept (once for the steps it serves) for a step that reads it.
+  auto kept_frame = [&] {
+    if (out.after.identity()) return std::size_t{0};
+    if (changed) out.frames.push_back(out.after);
+    changed = false;
+    return out.frames.size();
+  };
+  std::vector<Move> moves;
   for (const LayerSpec* spec : application_order(circuit)) {
     const Key g = key_of(spec->slots);
     if (spec->quarter_turns) {
       // The Schrodinger picture turns the state the other way (frequency()).
-      out.after.apply(g, (schrodinger() ? -spec->quarter_turns : spec->quarter_turns) & 3);
+      const int turns = (schrodinger() ? -spec->quarter_turns : spec->quarter_turns) & 3;
+      out.after.apply(g, turns);
       changed = true;
+      moves.push_back({g, turns, false, 0});
       continue;
     }
     if (!spec->noise.rotation()) {
       // A Damp anticommutes with F^-1(Q) where it stands, and a Transfer's partner is
       // a xor F^-1(K): the keys of the preimages. A Select or Transfer reads its slots
       // of the terms F(Y) through the frame (apply_circuit), and so needs it.
-      Step step{out.after.backward(g).key, 1.0, spec->parameter, spec->gate, 0, spec->noise, g};
-      if (!out.after.identity() && (spec->noise.kind != LayerKind::Damp || measured)) {
-        if (changed) out.frames.push_back(out.after);
-        changed = false;
-        step.frame = out.frames.size();
-      }
+      Step step{out.after.backward(g).key, 1.0, spec->parameter, spec->gate, 0, 0, 0, spec->noise, g};
+      if (spec->noise.kind != LayerKind::Damp || measured) step.frame = kept_frame();
+      step.reach_frame = kept_frame();
+      moves.push_back({g, 0, spec->noise.kind == LayerKind::Transfer, out.steps.size()});
       out.steps.push_back(step);
       continue;
     }
     const auto [held, sign] = out.after.backward(g);
-    Step step{held, sign * frequency(*spec), spec->parameter, spec->gate, 0, spec->noise, g};
-    if (measured && !out.after.identity()) {
-      if (changed) out.frames.push_back(out.after);
-      changed = false;
-      step.frame = out.frames.size();
-    }
+    Step step{held, sign * frequency(*spec), spec->parameter, spec->gate, 0, 0, 0, spec->noise, g};
+    if (measured) step.frame = kept_frame();
+    step.reach_frame = kept_frame();
+    moves.push_back({g, 0, true, out.steps.size()});
     out.steps.push_back(step);
   }
+  // The layers later pieces of the circuit apply: only their keys (true monomials) matter here.
+  CircuitSpec rest;
+  rest.layers = circuit.following;
+  for (const LayerSpec* spec : application_order(rest)) {
+    const Key g = key_of(spec->slots);
+    const int turns = (schrodinger() ? -spec->quarter_turns : spec->quarter_turns) & 3;
+    const bool feeds = !spec->quarter_turns && (spec->noise.rotation() || spec->noise.kind == LayerKind::Transfer);
+    moves.push_back({g, spec->quarter_turns ? turns : 0, feeds, out.steps.size()});
+    if (!spec->quarter_turns) ++out.following;
+  }
+  if (!k) plan_reach(out, moves);
   return out;
+}
+
+// The checks of the branches that may still reach the end (reach.h), step by
+// step from the end back, until no check is left; each step's on held keys.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::plan_reach(CircuitPlan& plan, const std::vector<Move>& moves) const {
+  const int slots = 2 * config_.num_modes;
+  ReachSpace<W> space = ReachSpace<W>::paired(config_.num_modes);
+  if (schrodinger()) {
+    space = ReachSpace<W>::zero(slots);
+    const double norm = error_scale();
+    for (std::size_t i = 0; i < observable_keys_.size(); ++i) {
+      const Key& term = observable_keys_.key(i);
+      space.add(term);
+      plan.target_support = std::max(plan.target_support, term.support());
+      if (!term.is_identity() && norm > 0.0)
+        plan.targets.emplace_back(term, std::abs(observable_coefficients_[i]) / norm);
+    }
+    if (plan.targets.size() > kNearestTargets) plan.targets.clear();
+  }
+  for (std::size_t i = moves.size(); i-- > 0 && !space.everything();) {
+    const Move& move = moves[i];
+    if (move.quarter_turns) {
+      if (move.quarter_turns & 1)
+        space.turn(move.key, anticommutation_vector<A::family == Family::Majorana>(move.key, slots));
+      continue;
+    }
+    if (move.step == plan.steps.size()) {  // a later piece's: nothing of this build drops there
+      if (move.feeds) space.add(move.key);
+      continue;
+    }
+    Step& step = plan.steps[move.step];
+    const Frame* frame = step.reach_frame ? &plan.frames[step.reach_frame - 1] : nullptr;
+    plan.dark.push_back(held_checks(space.checks(), slots, [&](int s) {
+      Key unit;
+      unit.set(static_cast<std::uint32_t>(s));
+      return frame ? frame->image(unit) : unit;
+    }));
+    step.dark = plan.dark.size();
+    if (move.feeds) space.add(move.key);
+  }
 }
 
 template <typename A, int W, typename I>
@@ -200,6 +285,7 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
     throw UsageError("The length of parameters (" + std::to_string(parameters.size()) +
                      ") must be the same as max(parameter_mapping)+1 (" + std::to_string(circuit.n_parameters) + ").");
   check_circuit_rates(circuit, parameters, 0);
+  check_budget(true, k);
   guarded("propagate", [&] {
     const CircuitPlan plan = plan_circuit(circuit, k);
     report_routing(plan);
@@ -215,19 +301,30 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
     raised_atol_.reset();
     truncating_.clear();
     reported_dropped_ = 0.0;
-    for (Shard& shard : shards_) shard.quiet_drops = shard.found_drops = {};
+    for (Shard& shard : shards_) {
+      shard.quiet_drops = shard.found_drops = {};
+      shard.reach_layers.clear();
+      shard.reach_total = {};
+    }
+    // What the operand dropped before counts too (with weight 1: these layers come after it).
+    budget_thresholds_.clear();
+    budget_layers_ = 0;
+    open_budget(plan.steps.size(), 0, held_.plain_sum);
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
         apply_circuit(t, team, plan, &parameters, 0, values.data(), nullptr, nullptr, k);
       });
     } catch (const Refusal&) {
       raised_atol_.reset();
+      error_budget_ = {};
       rollback(before, std::move(saved));
       throw;
     }
+    close_budget();
     raised_atol_.reset();
     truncations_.swap(truncating_);
     frame_ = start_frame_ = plan.after;  // the graph is empty: it starts here
+    held_.forget_reach();                // these layers come after what the operand dropped before
     held_ += dropped_in_call();
     if (k) unbounded_ = true;
     for (Shard& shard : shards_) {
@@ -268,6 +365,7 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
     check_circuit_rates(circuit, *seed, new_shift);
     check_rates(seed->data() + old_shift, nullptr, false);  // the graph's own
   }
+  check_budget(seed.has_value(), k);
   take_graph_back();  // a build replays (with a seed) and extends the shards' graph
   guarded("build_graph", [&] {
     std::vector<double> old_theta;
@@ -287,8 +385,19 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
     raised_atol_.reset();
     truncating_.clear();
     reported_dropped_ = 0.0;
-    for (Shard& shard : shards_)
+    for (Shard& shard : shards_) {
       shard.quiet_drops = shard.found_drops = {};  // the progress bar's bound (a graph keeps its own)
+      shard.reach_layers.clear();
+      shard.reach_total = {};
+    }
+    // A later piece of a build goes on from what the pieces before it spent,
+    // and lists its thresholds after theirs.
+    if (!continuing) {
+      budget_thresholds_.clear();
+      budget_layers_ = 0;
+    }
+    const double before_graph = held_.plain_sum;
+    open_budget(plan.steps.size(), plan.following, continuing ? budget_spent_ : before_graph);
     std::vector<double*> c(shards_.size());
     const ReplayView shard_view = replay_view(nullptr);  // the seed's values by shard, for the build
     try {
@@ -308,9 +417,11 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
       });
     } catch (const Refusal&) {
       raised_atol_.reset();
+      error_budget_ = {};
       rollback(before, {});
       throw;
     }
+    close_budget();
     raised_atol_.reset();
     truncations_.swap(truncating_);
     adopt_graph(circuit, plan, added, added_remote, continuing);
@@ -334,9 +445,31 @@ void Propagator<A, W, I>::adopt_graph(const CircuitSpec& circuit, CircuitPlan& p
     layer.parameter = shifted(layer.parameter, old_shift);
     layer.gate = shifted(layer.gate, old_gate_shift);
   }
-  for (const Step& step : plan.steps)
-    layers_.push_back(
-        {shifted(step.parameter, new_shift), shifted(step.gate, new_gate_shift), step.frequency, step.noise});
+  // The layers there are come before the new ones: their reach is no longer
+  // known (reach.h), unless the build they came from planned through these
+  // (a build in pieces); nor is that of what the operand dropped before them.
+  if (layers_.size() + plan.steps.size() > reach_horizon_)
+    for (LayerInfo& layer : layers_) layer.stale = true;
+  reach_horizon_ = layers_.size() + plan.steps.size() + plan.following;
+  held_.forget_reach();
+  std::vector<ReachTally> reach = reach_by_layer();
+  std::vector<double> sums;  // over the ranks, in one reduction
+  for (const ReachTally& r : reach)
+    sums.insert(sums.end(), {r.squares, r.weighted, r.counted_squares, r.counted_weighted});
+  config_.comm.sum(sums.data(), sums.size());
+  for (std::size_t l = 0; l < plan.steps.size(); ++l) {
+    const Step& step = plan.steps[l];
+    LayerInfo info{shifted(step.parameter, new_shift), shifted(step.gate, new_gate_shift), step.frequency, step.noise};
+    if (4 * l + 3 < sums.size()) {
+      ReachTally all;
+      all.squares = sums[4 * l];
+      all.weighted = sums[4 * l + 1];
+      all.counted_squares = sums[4 * l + 2];
+      all.counted_weighted = sums[4 * l + 3];
+      info.reach = all.reach();
+    }
+    layers_.push_back(info);
+  }
   frame_ = std::move(plan.after);
   release_scratch();  // first: the build's working coefficients go before the operand grows
   for (std::size_t s = 0; s < shards_.size(); ++s) {

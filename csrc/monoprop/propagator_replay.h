@@ -190,12 +190,13 @@ void Propagator<A, W, I>::replay(int t, Team& team, const ReplayView& view, doub
     const Turn turn = layer_turn(l, theta, lp);
     const double cs = turn.cs, sn = turn.sn;
     const bool handed = hand_over_layer(t, team, view, l, c, 1);
+    const DropRule rule = layers_[l].stale ? DropRule{} : DropRule{layers_[l].reach, false};
     if (flat)
-      flat->forward(l, cs, sn, c, reverse ? view.tapes.data() : nullptr, dropped);
+      flat->forward(l, cs, sn, c, reverse ? view.tapes.data() : nullptr, dropped, rule);
     else
       team.each(t, [&](int s) {
         forward_layer((*view.graphs[s])[l], cs, sn, c, s, pare, reverse ? view.tapes[s] : nullptr,
-                      dropped ? dropped + s : nullptr, handed ? handover_row(s, via) : nullptr);
+                      dropped ? dropped + s : nullptr, handed ? handover_row(s, via) : nullptr, rule);
       });
     // Remote entries rotate, dropping nothing (a pared one is not counted: the
     // bound refuses pare on more than one rank).
@@ -363,9 +364,31 @@ double Propagator<A, W, I>::expectation_value(const std::vector<double>& paramet
 // 2^-n Tr(O E(D_k)) = 2^-n Tr(E*(O) D_k) with E the later (trace-preserving)
 // maps, at most ||O|| |sn c| per branch since 2^-n ||M'||_1 = 1; ||O|| is
 // bounded by the sum of |h| over O's terms, the identity's left out (D_k is
-// traceless and stays so). The estimate, sqrt(sum (sn c)^2) times the same
-// factor, is the typical error if the dropped branches' later contributions
-// were independent with random signs: a model, not a bound.
+// traceless and stays so). A branch that cannot reach the end (reach.h)
+// contributes exactly 0 and is left out.
+//
+// Also exact lies in [h_I - N, h_I + N], with h_I the observable's identity
+// coefficient and N the sum of |h| over its other terms: the later maps are
+// unital contractions (Heisenberg) or take states to states (Schrodinger). So
+// |exact - value| <= N + |value - h_I| as well, and the bound is the smaller.
+//
+// The estimate, kEstimateScale sqrt(sum (w sn c)^2) times the same factor,
+// is the typical error if the reachable branches' later contributions were
+// independent with random signs and of size about w, their reach weight
+// (reach.h): a model, not a bound, and never above the bound.
+template <typename A, int W, typename I>
+auto Propagator<A, W, I>::with_error(double value, const Dropped& total) const -> ValueWithError {
+  const double scale = error_scale();
+  double identity = core_, norm = observable_norm_;
+  if (schrodinger()) {
+    norm = scale;
+    const auto slot = observable_keys_.find(Key{});
+    identity = slot == Keys::kEmpty ? 0.0 : observable_coefficients_[slot];
+  }
+  const double bound = std::min(scale * total.sum, norm + std::abs(value - identity));
+  return {value, bound, std::min(bound, kEstimateScale * scale * std::sqrt(total.squares))};
+}
+
 template <typename A, int W, typename I>
 auto Propagator<A, W, I>::expectation_value_with_error(const std::vector<double>& parameters, double pare,
                                                        const std::vector<std::int32_t>* mapping) const
@@ -373,8 +396,7 @@ auto Propagator<A, W, I>::expectation_value_with_error(const std::vector<double>
   check_bounded(pare);
   Dropped total;
   const double value = evaluate(parameters, pare, mapping, &total);
-  const double scale = error_scale();
-  return {value, scale * total.sum, scale * std::sqrt(total.squares)};
+  return with_error(value, total);
 }
 
 template <typename A, int W, typename I>
@@ -385,8 +407,7 @@ auto Propagator<A, W, I>::expectation_value_and_gradient_with_error(const std::v
   check_bounded(pare);
   Dropped total;
   const double value = evaluate_gradient(parameters, gradient, pare, mapping, &total);
-  const double scale = error_scale();
-  return {value, scale * total.sum, scale * std::sqrt(total.squares)};
+  return with_error(value, total);
 }
 
 template <typename A, int W, typename I>
@@ -661,6 +682,7 @@ std::vector<double> Propagator<A, W, I>::contract(const std::vector<double>& par
     start_frame_ = frame_;
     for (const Dropped& part : dropped) held_ += part;  // what the folded graph dropped stays in the bound
     layers_.clear();
+    reach_horizon_ = 0;
     remote_.clear();
     remote_entries_ = entries_ = 0;
     n_parameters_ = 0;

@@ -118,9 +118,10 @@ Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int log
       if (k > pairs) dropped += binom;
       binom = binom * (n - k) / (k + 1);
     }
-    if (rank_ == 0) held_ = {dropped, dropped};
+    if (rank_ == 0) held_ = {dropped, dropped, dropped, dropped};
   }
   for (const auto& [key, h] : terms) {
+    if (!key.is_identity()) observable_norm_ += std::abs(h);
     if (schrodinger())
       accumulate(observable_keys_, observable_coefficients_, key, h);
     else if (key.is_identity())

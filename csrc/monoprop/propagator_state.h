@@ -99,6 +99,8 @@ SavedState Propagator<A, W, I>::save_state() const {
     // NaN stands for "not set": a set tolerance is never NaN.
     out.put_scalar("lower_atol", t.lower_atol.value_or(std::nan("")));
     out.put_scalar("upper_atol", t.upper_atol.value_or(std::nan("")));
+    out.put_scalar("max_error", t.max_error.value_or(std::nan("")));
+    out.put_scalar("rigorous", static_cast<std::uint8_t>(t.rigorous));
     std::vector<std::int32_t> occupied(config_.occupied.begin(), config_.occupied.end());
     out.put("occupied", occupied);
     std::vector<std::uint32_t> change_slots;
@@ -112,9 +114,12 @@ SavedState Propagator<A, W, I>::save_state() const {
     out.put_scalar("n_parameters", n_parameters_);
     out.put_scalar("n_gates", n_gates_);
     out.put_scalar("core", core_);
+    out.put_scalar("observable_norm", observable_norm_);
     out.put_scalar("dropped.sum", held_.sum);
     out.put_scalar("dropped.squares", held_.squares);
     out.put_scalar("dropped.unbounded", static_cast<std::uint8_t>(unbounded_));
+    out.put_scalar("dropped.plain_sum", held_.plain_sum);
+    out.put_scalar("dropped.plain_squares", held_.plain_squares);
     out.put_scalar("generation", generation_);
     // Each rank saves its own part: its terms, and the entries it shares with
     // other ranks, which only this routing places alike.
@@ -140,6 +145,11 @@ SavedState Propagator<A, W, I>::save_state() const {
     column("layer.noise_beta", [](const LayerInfo& x) { return x.noise.beta; });
     column("layer.noise_lowest", [](const LayerInfo& x) { return x.noise.lowest; });
     column("layer.noise_highest", [](const LayerInfo& x) { return x.noise.highest; });
+    out.put_scalar("reach.horizon", static_cast<std::uint64_t>(reach_horizon_));
+    out.put_scalar("budget.spent", budget_spent_);
+    out.put_scalar("budget.layers", static_cast<std::uint64_t>(budget_layers_));
+    column("layer.reach", [](const LayerInfo& x) { return x.reach; });
+    column("layer.stale", [](const LayerInfo& x) { return static_cast<std::uint8_t>(x.stale); });
 
     for (std::size_t s = 0; s < shards_.size(); ++s) {
       const Shard& shard = shards_[s];
@@ -257,8 +267,16 @@ void Propagator<A, W, I>::restore(const SavedState& state) {
   n_parameters_ = state.scalar<std::int32_t>("n_parameters");
   n_gates_ = state.scalar<std::int32_t>("n_gates");
   core_ = state.scalar<double>("core");
+  // Saves made before the bound read it: no limit from the observable's norm.
+  observable_norm_ =
+      state.has("observable_norm") ? state.scalar<double>("observable_norm") : std::numeric_limits<double>::infinity();
+  if (!(observable_norm_ >= 0.0)) state_io::damaged("a negative or undefined observable norm");
   if (state.has("dropped.sum")) {  // saves made before truncation_error hold none
-    held_ = {state.scalar<double>("dropped.sum"), state.scalar<double>("dropped.squares")};
+    const double sum = state.scalar<double>("dropped.sum"), squares = state.scalar<double>("dropped.squares");
+    held_ = {sum, squares, sum, squares};  // saves made before the reach of dropped branches count every branch
+    if (state.has("dropped.plain_sum"))
+      held_.plain_sum = state.scalar<double>("dropped.plain_sum"),
+      held_.plain_squares = state.scalar<double>("dropped.plain_squares");
     unbounded_ = state.scalar<std::uint8_t>("dropped.unbounded") != 0;
   }
   generation_ = state.scalar<std::uint64_t>("generation");
@@ -281,6 +299,10 @@ void Propagator<A, W, I>::restore(const SavedState& state) {
   const auto beta = column(double{}, "layer.noise_beta");
   const auto lowest = column(double{}, "layer.noise_lowest");
   const auto highest = column(double{}, "layer.noise_highest");
+  // Saves made before the reach of dropped branches: no dark entries, weight 1.
+  const bool reached = state.has("layer.reach");
+  const auto reach = reached ? column(double{}, "layer.reach") : std::vector<double>(L, 1.0);
+  const auto stale = reached ? column(std::uint8_t{}, "layer.stale") : std::vector<std::uint8_t>(L, 0);
   for (std::size_t l = 0; l < L; ++l) {
     LayerInfo layer;
     layer.parameter = parameter[l];
@@ -294,12 +316,19 @@ void Propagator<A, W, I>::restore(const SavedState& state) {
                    beta[l],
                    lowest[l],
                    highest[l]};
+    layer.reach = reach[l];
+    layer.stale = stale[l] != 0;
+    if (!(layer.reach >= 0.0 && layer.reach <= 1.0))
+      state_io::damaged("layer " + std::to_string(l) + " has a reach weight outside [0, 1]");
     const std::int32_t least = layer.noise.rotation() ? 0 : -1;
     if (layer.parameter < least || layer.parameter >= n_parameters_ || layer.gate < least ||
         !std::isfinite(layer.frequency))
       state_io::damaged("layer " + std::to_string(l) + " reads a parameter outside the saved parameter axis");
     layers_.push_back(layer);
   }
+  reach_horizon_ = state.has("reach.horizon") ? state.scalar<std::uint64_t>("reach.horizon") : layers_.size();
+  budget_spent_ = state.has("budget.spent") ? state.scalar<double>("budget.spent") : 0.0;
+  budget_layers_ = state.has("budget.layers") ? state.scalar<std::uint64_t>("budget.layers") : 0;
   restore_shards(state);
 
   const std::vector<std::string> frames = {"frame", "start_frame"};
@@ -513,11 +542,12 @@ void Propagator<A, W, I>::reshard_layer(
     int sign;
   };
   const std::size_t T = shards_.size();
-  std::vector<std::vector<std::uint32_t>> cos(T);
+  std::vector<std::vector<std::uint32_t>> cos(T), dark(T);
   std::vector<std::vector<std::vector<Entry>>> pairs(T, std::vector<std::vector<Entry>>(T)), halves = pairs;
   for (std::size_t s = 0; s < graphs.size(); ++s) {
     const DecodedLayer decoded = decode(graphs[s][l]);
     for (const std::uint32_t a : decoded.cos) cos[moved[s][a].first].push_back(moved[s][a].second);
+    for (const std::uint32_t a : decoded.dark) dark[moved[s][a].first].push_back(moved[s][a].second);
     for (const bool half : {false, true})
       for (const DecodedEntry& e : half ? decoded.halves : decoded.pairs) {
         const auto [ta, a] = moved[s][e.a];
@@ -529,9 +559,8 @@ void Propagator<A, W, I>::reshard_layer(
   for (std::size_t t = 0; t < T; ++t) {
     ShardLayer layer;
     std::sort(cos[t].begin(), cos[t].end());
-    writer.start();
-    for (const std::uint32_t a : cos[t]) writer.cos(a);
-    writer.append_to(layer.bytes, layer.cos);
+    std::sort(dark[t].begin(), dark[t].end());
+    write_cos(writer, cos[t], dark[t], layer.bytes, layer.cos);
     for (std::size_t o = 0; o < T; ++o) {
       if (pairs[t][o].empty() && halves[t][o].empty()) continue;
       Part part;
@@ -588,6 +617,7 @@ Graph Propagator<A, W, I>::restore_graph(const SavedState& state, std::size_t s,
       if (layer.bytes[k] != 0) state_io::damaged(at + " lacks its padding");
     layer.cos = section(&cos[l * state_io::kSectionWords]);
     state_io::check_section(layer, layer.cos, 0, sizes[s], 0, at);
+    if (layer.cos.base > layer.cos.count) state_io::damaged(at + " has more dark cos entries than cos entries");
     for (; part < part_ends[l]; ++part) {
       const std::uint32_t* x = &parts[part * state_io::kPartWords];
       if (x[0] >= sizes.size()) state_io::damaged(at + " names a shard past the last");

@@ -17,6 +17,9 @@ std::size_t Propagator<A, W, I>::apply_initial_operator_(const std::vector<Term>
     observable_keys_ = std::move(keys);
     observable_coefficients_ = std::move(coefficients);
     for (Shard& shard : shards_) shard.weights_stale = true;
+    // Dark branches were those that could not reach the old observable (reach.h).
+    for (LayerInfo& layer : layers_) layer.stale = true;
+    held_.forget_reach();
     ++generation_;
     return keyed.size();
   }
@@ -59,6 +62,9 @@ std::size_t Propagator<A, W, I>::apply_initial_operator_(const std::vector<Term>
     });
   });
   if (core) core_ = *core;
+  observable_norm_ = 0.0;
+  for (const auto& [key, h] : keyed)
+    if (!key.is_identity()) observable_norm_ += std::abs(h);
   held_ = {};  // a new operand: what the old one dropped no longer applies
   ++generation_;
   return held;

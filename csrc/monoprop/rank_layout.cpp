@@ -34,8 +34,10 @@ struct Place {
 };
 
 // An entry on the way to the rank of its terms: term x and, unless it is a
-// cos entry (code 0), term y, with code s (a pair: x and y rotate into each
-// other) or 2 s (a half: x rotates, y receives), s = +-1 as graph.h has it.
+// cos entry (code 0, or kDarkCos for a dark one), term y, with code s (a pair:
+// x and y rotate into each other) or 2 s (a half: x rotates, y receives),
+// s = +-1 as graph.h has it.
+constexpr std::int64_t kDarkCos = 4;
 struct Record {
   std::uint64_t x, y;
   std::int64_t code;
@@ -227,11 +229,12 @@ bool RankLayout::assign(const mpi::Comm& comm, const std::vector<const Graph*>& 
     comm.exchange(parcels, sizeof(std::uint64_t));
     auto send = [&](const Record& r) {
       out[Place::rank(r.x)].push_back(r);
-      if (r.code != 0 && Place::rank(r.y) != Place::rank(r.x)) out[Place::rank(r.y)].push_back(r);
+      if (r.code != 0 && r.code != kDarkCos && Place::rank(r.y) != Place::rank(r.x)) out[Place::rank(r.y)].push_back(r);
     };
     for (std::size_t s = 0; s < S; ++s) {
       const DecodedLayer d = decode((*graphs[s])[l]);
       for (const std::uint32_t a : d.cos) send({place[s][a], 0, 0});
+      for (const std::uint32_t a : d.dark) send({place[s][a], 0, kDarkCos});
       for (const DecodedEntry& e : d.pairs) send({place[s][e.a], place[e.other][e.b], e.sign});
       for (const DecodedEntry& e : d.halves) send({place[s][e.a], place[e.other][e.b], 2 * e.sign});
     }
@@ -256,8 +259,8 @@ bool RankLayout::assign(const mpi::Comm& comm, const std::vector<const Graph*>& 
     std::vector<DecodedLayer> decoded(S);
     std::vector<std::vector<Record>> spanning(R);
     for (const Record& r : in) {
-      if (r.code == 0) {
-        decoded[Place::shard(r.x)].cos.push_back(Place::index(r.x));
+      if (r.code == 0 || r.code == kDarkCos) {
+        (r.code == 0 ? decoded[Place::shard(r.x)].cos : decoded[Place::shard(r.x)].dark).push_back(Place::index(r.x));
       } else if (Place::rank(r.x) == me && Place::rank(r.y) == me) {
         const DecodedEntry e{Place::index(r.x), Place::shard(r.y), Place::index(r.y), r.code < 0 ? -1 : 1};
         (r.code == 1 || r.code == -1 ? decoded[Place::shard(r.x)].pairs : decoded[Place::shard(r.x)].halves)

@@ -156,12 +156,11 @@ class Keeper {
   std::size_t next_ = 0;
 };
 
-// for_each_cos with a lane for each entry, four entries at a time, each into
-// its own lane, which the unrolled loop keeps in registers; returns the lanes.
+// The next n cos entries of `reader` with a lane for each entry, four entries
+// at a time, each into its own lane, which the unrolled loop keeps in
+// registers; returns the lanes.
 template <typename Apply>
-DropSum for_each_cos_lanes(const ShardLayer& layer, Apply&& apply) {
-  SectionReader reader(layer, layer.cos);
-  const std::uint32_t n = layer.cos.count;
+DropSum for_each_cos_lanes(SectionReader& reader, std::uint32_t n, Apply&& apply) {
   V2 l0 = {}, l1 = {}, l2 = {}, l3 = {};
   std::uint32_t k = 0;
   for (; k + 4 <= n; k += 4) {
@@ -171,12 +170,7 @@ DropSum for_each_cos_lanes(const ShardLayer& layer, Apply&& apply) {
     apply(reader.cos(), l3);
   }
   for (; k < n; ++k) apply(reader.cos(), l0);
-  DropSum sum;
-  sum.lane(0) = l0;
-  sum.lane(1) = l1;
-  sum.lane(2) = l2;
-  sum.lane(3) = l3;
-  return sum;
+  return DropSum::of_lanes(l0, l1, l2, l3);
 }
 
 // Where `part` of `layer` finds its partners in the handover buffers (null:
@@ -193,21 +187,24 @@ double* handed_part(const ShardLayer& layer, const Part& part, double* const* ha
 
 template <bool Pared, bool Kept, bool Bound = false>
 void forward(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare, ReplayTape* tape,
-             Dropped* dropped, double* const* handover) {
+             Dropped* dropped, double* const* handover, DropRule rule = {}) {
   double* own = c[self];
   Keeper keeper(tape, ReplayTape::shrink(cs));
   // Every scaling (cos entries, halves) may keep its input, a pared pair both of its own.
   if constexpr (Kept) keeper.begin_forward(layer.cos.count + 2 * layer.n_rotations());
-  DropSum sum;  // the inputs of the dropped branches, scaled by sn once the layer is done
+  DropSum lit, dark, cut;  // the inputs of the dropped branches, scaled by sn once the layer is done
   auto drop = [&](double x) {
-    if constexpr (Bound) sum.add(x);
+    if constexpr (Bound) cut.add(x);
   };
   if constexpr (Bound) {
-    sum = for_each_cos_lanes(layer, [&](std::uint32_t a, V2& lane) {
+    SectionReader reader(layer, layer.cos);
+    auto counted = [&](std::uint32_t a, V2& lane) {
       if constexpr (Kept) keeper.scaled(a, own[a]);
       DropSum::add(own[a], lane);
       own[a] *= cs;
-    });
+    };
+    lit = for_each_cos_lanes(reader, layer.cos.count - layer.cos.base, counted);
+    dark = for_each_cos_lanes(reader, layer.cos.base, counted);
   } else {
     // Locals no lambda refers to stay in registers across the debts' byte
     // stores (which may alias anything addressable).
@@ -261,7 +258,10 @@ void forward(const ShardLayer& layer, double cs, double sn, double* const* c, in
     };
     for_each_part_entry(layer, part, via != nullptr, prefetch, pair, half);
   }
-  if constexpr (Bound) *dropped += sum.at(sn);
+  if constexpr (Bound) {
+    *dropped += lit.at(sn, dark, rule);
+    *dropped += cut.at(sn);
+  }
 }
 
 template <bool Pared, bool Kept>
@@ -330,15 +330,15 @@ double adjoint(const ShardLayer& layer, const Turn& turn, double* const* state, 
 }  // namespace
 
 void forward_layer(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare,
-                   ReplayTape* tape, Dropped* dropped, double* const* handover) {
+                   ReplayTape* tape, Dropped* dropped, double* const* handover, DropRule rule) {
   const bool kept = tape && ReplayTape::shrink(cs) > 0;
   if (dropped) {
     if (pare > 0.0)
-      kept ? forward<true, true, true>(layer, cs, sn, c, self, pare, tape, dropped, handover)
-           : forward<true, false, true>(layer, cs, sn, c, self, pare, tape, dropped, handover);
+      kept ? forward<true, true, true>(layer, cs, sn, c, self, pare, tape, dropped, handover, rule)
+           : forward<true, false, true>(layer, cs, sn, c, self, pare, tape, dropped, handover, rule);
     else
-      kept ? forward<false, true, true>(layer, cs, sn, c, self, 0.0, tape, dropped, handover)
-           : forward<false, false, true>(layer, cs, sn, c, self, 0.0, nullptr, dropped, handover);
+      kept ? forward<false, true, true>(layer, cs, sn, c, self, 0.0, tape, dropped, handover, rule)
+           : forward<false, false, true>(layer, cs, sn, c, self, 0.0, nullptr, dropped, handover, rule);
     return;
   }
   if (pare > 0.0)
@@ -403,7 +403,8 @@ void FlatGraph::assign(const std::vector<const Graph*>& graphs) {
       for_each_rotation(layer, [&](const Part& part, std::uint32_t a, std::uint32_t b, double s, bool half) {
         rotations_.push_back({a, part.shard, b, static_cast<std::int8_t>(s < 0 ? -1 : 1), half});
       });
-      spans_.push_back({static_cast<std::uint32_t>(cos_.size()), static_cast<std::uint32_t>(rotations_.size())});
+      spans_.push_back(
+          {static_cast<std::uint32_t>(cos_.size()), static_cast<std::uint32_t>(rotations_.size()), layer.cos.base});
     }
 }
 
@@ -413,15 +414,15 @@ std::size_t FlatGraph::memory() const {
 }
 
 void FlatGraph::forward(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes,
-                        Dropped* dropped) const {
-  dropped ? sweep<true>(l, cs, sn, c, tapes, dropped) : sweep<false>(l, cs, sn, c, tapes, nullptr);
+                        Dropped* dropped, DropRule rule) const {
+  dropped ? sweep<true>(l, cs, sn, c, tapes, dropped, rule) : sweep<false>(l, cs, sn, c, tapes, nullptr, rule);
 }
 
 // forward() for every shard; with Bound, shard s adds what it drops to
 // dropped[s] (see forward_layer).
 template <bool Bound>
-void FlatGraph::sweep(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes,
-                      Dropped* dropped) const {
+void FlatGraph::sweep(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes, Dropped* dropped,
+                      DropRule rule) const {
   const unsigned shrink = ReplayTape::shrink(cs);
   const bool kept = tapes && shrink > 0;
   Span at = l == 0 ? Span{} : spans_[l * shards_ - 1];
@@ -431,26 +432,26 @@ void FlatGraph::sweep(std::size_t l, double cs, double sn, double* const* c, Rep
     Keeper keeper(kept ? tapes[s] : nullptr, shrink);
     if (kept) keeper.begin_forward(end.cos_end - at.cos_end + end.rotations_end - at.rotations_end);
     if constexpr (Bound) {
-      // Four entries at a time, each into its own lane (DropSum), in registers.
-      V2 l0 = {}, l1 = {}, l2 = {}, l3 = {};
+      // Four entries at a time, each into its own lane (DropSum), in registers:
+      // the lit entries, then the dark ones where they count.
       auto scale = [&](std::uint32_t a, V2& lane) {
         if (kept) keeper.scaled(a, own[a]);
         DropSum::add(own[a], lane);
         own[a] *= cs;
       };
-      for (; at.cos_end + 4 <= end.cos_end; at.cos_end += 4) {
-        scale(cos_[at.cos_end], l0);
-        scale(cos_[at.cos_end + 1], l1);
-        scale(cos_[at.cos_end + 2], l2);
-        scale(cos_[at.cos_end + 3], l3);
-      }
-      for (; at.cos_end < end.cos_end; ++at.cos_end) scale(cos_[at.cos_end], l0);
-      DropSum sum;
-      sum.lane(0) = l0;
-      sum.lane(1) = l1;
-      sum.lane(2) = l2;
-      sum.lane(3) = l3;
-      dropped[s] += sum.at(sn);
+      auto lanes = [&](std::uint32_t stop) {
+        V2 l0 = {}, l1 = {}, l2 = {}, l3 = {};
+        for (; at.cos_end + 4 <= stop; at.cos_end += 4) {
+          scale(cos_[at.cos_end], l0);
+          scale(cos_[at.cos_end + 1], l1);
+          scale(cos_[at.cos_end + 2], l2);
+          scale(cos_[at.cos_end + 3], l3);
+        }
+        for (; at.cos_end < stop; ++at.cos_end) scale(cos_[at.cos_end], l0);
+        return DropSum::of_lanes(l0, l1, l2, l3);
+      };
+      const DropSum lit = lanes(end.cos_end - end.dark);
+      dropped[s] += lit.at(sn, lanes(end.cos_end), rule);
     } else {
       for (; at.cos_end < end.cos_end; ++at.cos_end) {
         const std::uint32_t a = cos_[at.cos_end];
@@ -515,7 +516,9 @@ void FlatGraph::adjoint(std::size_t l, const Turn& turn, double* const* state, d
 
 DecodedLayer decode(const ShardLayer& layer) {
   DecodedLayer out;
-  for_each_cos(layer, [&](std::uint32_t a) { out.cos.push_back(a); });
+  const std::uint32_t lit = layer.cos.count - layer.cos.base;
+  std::uint32_t k = 0;
+  for_each_cos(layer, [&](std::uint32_t a) { (k++ < lit ? out.cos : out.dark).push_back(a); });
   for_each_rotation(layer, [&](const Part& part, std::uint32_t a, std::uint32_t b, double s, bool half) {
     (half ? out.halves : out.pairs).push_back({a, part.shard, b, s < 0 ? -1 : 1});
   });

@@ -75,15 +75,34 @@ struct ReplayTape {
 // The branches a bounded forward sweep drops (truncation_error): each cos
 // entry is a term c M whose sine branch sn * c M' the graph does not keep, and
 // a pared entry drops the sine branches of both its inputs. `sum` adds |sn *
-// c| over them and `squares` (sn * c)^2; a shard's sums go into its own
-// Dropped, which the caller folds in ascending shard order.
+// c| over the branches that may reach the end of the propagation (the bound)
+// and `squares` (sn * c)^2 times their weight (the estimate, squared;
+// reach.h); `plain_sum` and `plain_squares` count every branch with weight 1,
+// as is right once later layers follow (forget_reach). A shard's sums go into
+// its own Dropped, which the caller folds in ascending shard order.
 struct Dropped {
   double sum = 0.0, squares = 0.0;
+  double plain_sum = 0.0, plain_squares = 0.0;
   Dropped& operator+=(const Dropped& other) {
     sum += other.sum;
     squares += other.squares;
+    plain_sum += other.plain_sum;
+    plain_squares += other.plain_squares;
     return *this;
   }
+  // Later layers come between these branches and the end: their reach is no longer known.
+  void forget_reach() {
+    sum = plain_sum;
+    squares = plain_squares;
+  }
+};
+
+// How a bounded sweep counts a layer's cos entries (LayerInfo::reach): the
+// squares of the lit ones times `weight`, and the dark ones (weight 1) only
+// where `dark` is set.
+struct DropRule {
+  double weight = 1.0;
+  bool dark = true;
 };
 
 // Sums |x| and x^2 of the dropped branches' inputs in four interleaved lanes,
@@ -94,12 +113,21 @@ class DropSum {
  public:
   void add(double x) { add(x, lane_[k_++ & 3]); }
   // Adds x into a lane of the caller's choice (an unrolled loop keeps its
-  // lanes in registers); lane(k) names them.
+  // lanes in registers, and hands them over with of_lanes).
   static void add(double x, rotation::V2& lane) {
     const rotation::V2 v = {std::abs(x), x * x};
     lane += v;
   }
-  rotation::V2& lane(int k) { return lane_[k]; }
+  // The sums of four lanes an unrolled loop kept in registers.
+  static DropSum of_lanes(const rotation::V2& l0, const rotation::V2& l1, const rotation::V2& l2,
+                          const rotation::V2& l3) {
+    DropSum out;
+    out.lane_[0] = l0;
+    out.lane_[1] = l1;
+    out.lane_[2] = l2;
+    out.lane_[3] = l3;
+    return out;
+  }
   // Adds n values whose sums (|x|, x^2) are `sums`, into lane w % 4.
   void add_sums(std::size_t w, const rotation::V2& sums, std::size_t n) {
     lane_[w & 3] += sums;
@@ -110,7 +138,15 @@ class DropSum {
   // What the layer dropped at sin sn.
   Dropped at(double sn) const {
     const rotation::V2 s = (lane_[0] + lane_[1]) + (lane_[2] + lane_[3]);
-    return {std::abs(sn) * s[0], sn * sn * s[1]};
+    const double sum = std::abs(sn) * s[0], squares = sn * sn * s[1];
+    return {sum, squares, sum, squares};
+  }
+  // The same for a layer's cos entries (rule: LayerInfo::reach): the lit ones
+  // (this) and the dark ones.
+  Dropped at(double sn, const DropSum& dark, const DropRule& rule) const {
+    const Dropped lit = at(sn), out = dark.at(sn);
+    return {lit.sum + (rule.dark ? out.sum : 0.0), rule.weight * lit.squares + (rule.dark ? out.squares : 0.0),
+            lit.sum + out.sum, lit.squares + out.squares};
   }
 
  private:
@@ -122,11 +158,12 @@ class DropSum {
 // |sn| * max|c| is below pare is reduced to its cos scaling (an approximation).
 // With a tape (when a reverse sweep follows) the layer records its flags and
 // the inputs its scalings keep. With `dropped` the sweep also adds what it
-// drops there (a separate instantiation: a plain sweep's loop is unchanged).
-// handover[o], where given and not null, is the buffer through which the
-// entries of the parts toward shard o reach their partners (hand_over).
+// drops there as `rule` says (a separate instantiation: a plain sweep's loop
+// is unchanged). handover[o], where given and not null, is the buffer through
+// which the entries of the parts toward shard o reach their partners
+// (hand_over).
 void forward_layer(const ShardLayer& layer, double cs, double sn, double* const* c, int self, double pare,
-                   ReplayTape* tape, Dropped* dropped = nullptr, double* const* handover = nullptr);
+                   ReplayTape* tape, Dropped* dropped = nullptr, double* const* handover = nullptr, DropRule rule = {});
 
 // Backwards on interleaved states (c_0, lambda_0, c_1, ...): c enters as the
 // layer's output and is rewound to its input; lambda enters as d f / d c_out
@@ -183,7 +220,7 @@ class FlatGraph {
   // tapes[s] as in forward_layer, for every shard (null: no reverse sweep);
   // dropped[s], when given, receives shard s's dropped branches.
   void forward(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes,
-               Dropped* dropped = nullptr) const;
+               Dropped* dropped = nullptr, DropRule rule = {}) const;
   void adjoint(std::size_t l, const Turn& turn, double* const* state, double* d, ReplayTape* const* tapes) const;
 
  private:
@@ -194,10 +231,12 @@ class FlatGraph {
   };
   struct Span {
     std::uint32_t cos_end, rotations_end;  // where shard s's entries of layer l end in cos_ and rotations_
+    std::uint32_t dark;                    // how many of its cos entries, the last, are dark
   };
 
   template <bool Bound>
-  void sweep(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes, Dropped* dropped) const;
+  void sweep(std::size_t l, double cs, double sn, double* const* c, ReplayTape* const* tapes, Dropped* dropped,
+             DropRule rule) const;
 
   std::size_t shards_ = 0;
   std::vector<std::uint32_t> cos_;

@@ -39,11 +39,12 @@ constexpr double kLargestEstimate = 1.25;
 // A layer's quiet terms may be recorded out of order, so its cos section can
 // also be given as recorded (`kept`, its bytes), and only the rest rebuilt.
 template <typename Upper>
-bool rebuild(const ShardLayer& layer, std::vector<std::uint32_t>& cos, std::vector<DecodedEntry>& pairs,
-             std::vector<DecodedEntry>& halves, Upper&& upper, const std::uint8_t* kept,
+bool rebuild(const ShardLayer& layer, DecodedLayer& entries, Upper&& upper, const std::uint8_t* kept,
              std::vector<std::uint8_t>& bytes) {
+  auto& [cos, dark, pairs, halves] = entries;
   auto by_a = [](const DecodedEntry& x, const DecodedEntry& y) { return x.a < y.a; };
-  sort_runs(cos);  // each section ascends: merging its runs is enough
+  sort_runs(cos);  // each run of a section ascends: merging the runs is enough
+  sort_runs(dark);
   sort_runs(pairs, by_a);
   sort_runs(halves, by_a);
   auto same = [](const Section& x, const Section& y) {
@@ -56,9 +57,7 @@ bool rebuild(const ShardLayer& layer, std::vector<std::uint32_t>& cos, std::vect
     bytes.assign(kept, kept + layer.cos.length);
   } else {
     bytes.clear();
-    writer.start();
-    for (const std::uint32_t a : cos) writer.cos(a);
-    writer.append_to(bytes, section);
+    write_cos(writer, cos, dark, bytes, section);
     if (!same(section, layer.cos)) return false;
   }
   // Each entry into its part's births, pairs or halves, in ascending a.
@@ -154,10 +153,11 @@ void ReplayLayout::restore(const std::vector<Graph*>& graphs, const std::vector<
       };
       for (std::size_t b = 0; b < B; ++b) {
         const DecodedLayer d = decode(graphs_[b][l]);
-        for (const std::uint32_t a : d.cos) {
-          const auto [s, i] = origin(b, a);
-          shards[s].cos.push_back(i);
-        }
+        for (auto [list, out] : {std::pair{&d.cos, &DecodedLayer::cos}, std::pair{&d.dark, &DecodedLayer::dark}})
+          for (const std::uint32_t a : *list) {
+            const auto [s, i] = origin(b, a);
+            (shards[s].*out).push_back(i);
+          }
         for (auto [list, out] :
              {std::pair{&d.pairs, &DecodedLayer::pairs}, std::pair{&d.halves, &DecodedLayer::halves}})
           for (const DecodedEntry& e : *list) {
@@ -173,8 +173,7 @@ void ReplayLayout::restore(const std::vector<Graph*>& graphs, const std::vector<
           return tops_[l] >= 0 && key_bit(keys[s].rows + std::size_t(words) * a, tops_[l]);
         };
         std::vector<std::uint8_t> bytes;  // assign checked that this is the layer as recorded
-        rebuild(layer, shards[s].cos, shards[s].pairs, shards[s].halves, upper,
-                layer.bytes.empty() ? nullptr : layer.bytes.data(), bytes);
+        rebuild(layer, shards[s], upper, layer.bytes.empty() ? nullptr : layer.bytes.data(), bytes);
         bytes.shrink_to_fit();
         layer.bytes.swap(bytes);
       }
@@ -250,11 +249,10 @@ bool ReplayLayout::assign(const std::vector<Graph*>& graphs, const std::vector<K
     for (std::size_t s = 0; s < S; ++s) {
       ShardLayer& layer = (*graphs[s])[l];
       auto upper = [&](std::uint32_t a) { return tops_[l] >= 0 && key_bit(row(s, a), tops_[l]); };
-      auto& [cos, pairs, halves] = decoded[s];
-      if (rebuild(layer, cos, pairs, halves, upper, nullptr, again) && again == layer.bytes) {
+      if (rebuild(layer, decoded[s], upper, nullptr, again) && again == layer.bytes) {
         given_back += layer.bytes.capacity();
         std::vector<std::uint8_t>().swap(layer.bytes);
-      } else if (rebuild(layer, cos, pairs, halves, upper, layer.bytes.data(), again) && again == layer.bytes) {
+      } else if (rebuild(layer, decoded[s], upper, layer.bytes.data(), again) && again == layer.bytes) {
         given_back += layer.bytes.capacity() - layer.cos.length;  // only its cos section stays
         std::vector<std::uint8_t>(layer.bytes.begin(), layer.bytes.begin() + layer.cos.length).swap(layer.bytes);
       }

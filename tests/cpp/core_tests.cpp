@@ -20,6 +20,7 @@
 #include "monoprop/column.h"
 #include "monoprop/graph.h"
 #include "monoprop/propagator.h"
+#include "monoprop/reach.h"
 #include "monoprop/replay.h"
 #include "monoprop/routing.h"
 #include "monoprop/store.h"
@@ -859,6 +860,118 @@ static void test_team_barrier() {
   }
 }
 
+// --- Reach (reach.h) -----------------------------------------------------------
+// ReachSpace walked back through random rotations and quarter turns of 3
+// modes, against the set of monomials from which some choice of branches (P or
+// P xor G at each rotation; the quarter turn's image at each turn) ends fully
+// paired, enumerated over all 64 monomials.
+template <typename Algebra, bool Majorana>
+static void reach_space_against_enumeration(std::mt19937& rng) {
+  constexpr int modes = 3, slots = 2 * modes;
+  constexpr unsigned count = 1u << slots;
+  auto key = [](unsigned bits) {
+    Monomial<1> k;
+    k.words[0] = bits;
+    return k;
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    struct Move {
+      bool turn;
+      unsigned key;
+    };
+    std::vector<Move> moves(1 + rng() % 7);
+    for (Move& m : moves) m = {rng() % 3 == 0, 1 + static_cast<unsigned>(rng() % (count - 1))};
+    std::vector<bool> reach(count);
+    for (unsigned p = 0; p < count; ++p) {
+      bool paired = true;
+      for (int q = 0; q < modes; ++q) paired = paired && ((p >> (2 * q)) & 1) == ((p >> (2 * q + 1)) & 1);
+      reach[p] = paired;
+    }
+    ReachSpace<1> space = ReachSpace<1>::paired(modes);
+    for (std::size_t i = moves.size(); i-- > 0;) {
+      const Move m = moves[i];
+      std::vector<bool> before(count);
+      for (unsigned p = 0; p < count; ++p) {
+        const bool anti = scanned_anticommutes<Algebra>(key(p), key(m.key), slots);
+        before[p] = m.turn ? reach[anti ? p ^ m.key : p] : reach[p] || reach[p ^ m.key];
+      }
+      reach = before;
+      if (m.turn)
+        space.turn(key(m.key), anticommutation_vector<Majorana>(key(m.key), slots));
+      else
+        space.add(key(m.key));
+    }
+    bool same = true;
+    for (unsigned p = 0; p < count; ++p) same = same && space.contains(key(p)) == reach[p];
+    CHECK(same);
+    if (space.everything()) CHECK(std::all_of(reach.begin(), reach.end(), [](bool r) { return r; }));
+  }
+}
+
+// The mean weight of a tally: x^2-weighed, to 16 bits, from the branches
+// counted where taking some back cancels the sums.
+static void test_reach_tally() {
+  ReachTally none;
+  CHECK(none.reach() == 1.0);
+  ReachTally t;
+  t.add(3.0, 0.2);
+  t.add(4.0, 1.0);
+  const double mean = (9.0 * 0.04 + 16.0) / 25.0;
+  CHECK(std::abs(t.reach() - mean) <= mean * 0x1p-16);
+  CHECK(t.count == 2 && t.sum == 7.0 && std::abs(t.reached - (3.0 * std::sqrt(0.2) + 4.0)) < 1e-15);
+  t.add(4.0, 1.0, -1.0);  // taken back: the rest is the branch of weight 0.2
+  CHECK(std::abs(t.reach() - 0.04) <= 0.04 * 0x1p-16);
+  ReachTally cancelled;  // a branch of weight 0.2 beside a large one, taken back a few ulps off
+  cancelled.add(1.0, 0.2);
+  cancelled.add(1e3, 1.0);
+  cancelled.add(1e3 * (1.0 + 1e-12), 1.0, -1.0);
+  // The net sums keep 1 part in 1e6 of what was counted, and that only to a few
+  // bits: the mean of the branches counted stands in for it.
+  const double counted = (0.04 + 1e6) / (1.0 + 1e6);
+  CHECK(std::abs(cancelled.reach() - counted) <= counted * 0x1p-16);
+}
+
+// Dark cos entries go last in the cos section (base counts them); decode()
+// parts them again, and a bounded sweep counts them as the rule says.
+static void test_dark_cos_entries(std::mt19937& rng) {
+  const std::uint32_t n = 300;
+  std::vector<std::uint32_t> slots(n);
+  for (std::uint32_t i = 0; i < n; ++i) slots[i] = i;
+  std::shuffle(slots.begin(), slots.end(), rng);
+  std::vector<std::uint32_t> lit(slots.begin(), slots.begin() + 120), dark(slots.begin() + 120, slots.begin() + 170);
+  std::sort(lit.begin(), lit.end());
+  std::sort(dark.begin(), dark.end());
+  ShardLayer layer;
+  SectionWriter writer;
+  write_cos(writer, lit, dark, layer.bytes, layer.cos);
+  SectionWriter::finish(layer.bytes);
+  const DecodedLayer decoded = decode(layer);
+  CHECK(decoded.cos == lit && decoded.dark == dark && layer.cos.base == dark.size());
+  std::vector<double> c(n);
+  for (double& x : c) x = std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
+  const double phi = 0.3, cs = std::cos(phi), sn = std::sin(phi);
+  double lit_sum = 0.0, lit_squares = 0.0, dark_sum = 0.0, dark_squares = 0.0;
+  for (const std::uint32_t a : lit) lit_sum += std::abs(sn * c[a]), lit_squares += sn * sn * c[a] * c[a];
+  for (const std::uint32_t a : dark) dark_sum += std::abs(sn * c[a]), dark_squares += sn * sn * c[a] * c[a];
+  for (const bool counts_dark : {false, true}) {
+    std::vector<double> x = c;
+    double* state[] = {x.data()};
+    Dropped dropped;
+    forward_layer(layer, cs, sn, state, 0, 0.0, nullptr, &dropped, nullptr, DropRule{0.25, counts_dark});
+    const double sum = lit_sum + (counts_dark ? dark_sum : 0.0);
+    const double squares = 0.25 * lit_squares + (counts_dark ? dark_squares : 0.0);
+    CHECK(std::abs(dropped.sum - sum) <= 1e-12 * sum && std::abs(dropped.squares - squares) <= 1e-12 * squares);
+    CHECK(std::abs(dropped.plain_sum - (lit_sum + dark_sum)) <= 1e-12 * (lit_sum + dark_sum));
+    bool scaled = true;
+    for (std::uint32_t a = 0; a < n; ++a) {
+      const bool listed =
+          std::binary_search(lit.begin(), lit.end(), a) || std::binary_search(dark.begin(), dark.end(), a);
+      scaled = scaled && x[a] == (listed ? c[a] * cs : c[a]);
+    }
+    CHECK(scaled);
+  }
+}
+
 int main() {
   std::mt19937 rng(12345);
   majorana_against_reference<1>(12, rng);
@@ -880,6 +993,10 @@ int main() {
   test_memory_budget_default();
   test_routing(rng);
   test_team_barrier();
+  reach_space_against_enumeration<PauliAlgebra, false>(rng);
+  reach_space_against_enumeration<MajoranaAlgebra, true>(rng);
+  test_reach_tally();
+  test_dark_cos_entries(rng);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
