@@ -11,10 +11,20 @@ from .circuit import Circuit
 from .majorana import Majorana, MajoranaOperator
 from .majorana_coefficients import bare_to_hermitian, hermitian_to_bare
 from .monomial_propagator import MonomialPropagator
+from .propagator_docs import PARE_THRESHOLD, RESOURCE_PARAMETERS, compose, tolerance_parameters
 
 __all__ = ["MajoranaPropagator"]
 
 
+@compose(
+    tolerance_parameters=tolerance_parameters(
+        units="the observable's units, on Hermitian products ``i**C(w, 2) m_S``",
+        coefficient="Hermitian coefficient",
+        partner="the partner",
+    ),
+    resource_parameters=RESOURCE_PARAMETERS,
+    pare_threshold=PARE_THRESHOLD,
+)
 class MajoranaPropagator(MonomialPropagator[MajoranaOperator]):
     """Propagates a Majorana operator (or a fermionic/JW-mapped one) through Majorana circuits.
 
@@ -31,23 +41,7 @@ class MajoranaPropagator(MonomialPropagator[MajoranaOperator]):
       every term; typical values are 4 to 8.
     * ``cutoff_type`` (default ``"length"``): ``"length"`` counts Majorana factors,
       ``"support"`` counts the modes a term touches. Also a settable property.
-    * ``lower_atol`` (default ``None``; a coefficient magnitude, in the observable's units, on
-      Hermitian products ``i**C(w, 2) m_S``): under a gate rotating by ``phi = 2θh`` (``h`` the
-      gate term's Hermitian coefficient), a term with coefficient ``c`` that anticommutes with
-      the gate is *active* only when ``|sin(phi) * c| > lower_atol``. Only an active term asks
-      for its partner (the product with the gate term): it makes it when missing and rotates
-      with it when held; a term no one asks for is only scaled by ``cos(phi)``, and no held
-      term is ever dropped. ``None`` makes every anticommuting term active. It needs
-      coefficients, so it applies in ``propagate`` and in a ``build_graph`` with parameter
-      values (``seed_parameters``, or the circuit's bound parameters on the first build); a
-      structural build ignores it and warns (:class:`~monoprop.ToleranceWarning`). A negative
-      value is the same as ``None`` (it warns). Typical: ``1e-4`` to ``1e-6``.
-    * ``upper_atol`` (default ``None``; same unit; ``>= lower_atol``): an active term with
-      ``|sin(phi) * c| > upper_atol`` asks for its partner even when the partner exceeds
-      ``cutoff``, so that large contributions are not cut. ``None`` applies ``cutoff`` to every
-      term. Like ``lower_atol`` it needs coefficients. A negative value lets every active term
-      ask, even one the rotation does not move (it warns; ``0`` asks for every term that
-      moves). Typical: 100 to 1000 times ``lower_atol``, e.g. ``1e-2``.
+    {tolerance_parameters}
     * ``schrodinger_cutoff`` (default ``None``; a number of Majorana factors): ``None`` is the
       Heisenberg picture, which evolves the observable. A number switches to the Schrödinger
       picture, which evolves ``2^n ρ`` of the reference state, ``prod_j (1 ± Z_j)`` with
@@ -55,27 +49,9 @@ class MajoranaPropagator(MonomialPropagator[MajoranaOperator]):
       ``ceil(schrodinger_cutoff / 2)`` factors ``Z_j``; the evolution itself is truncated by
       ``cutoff``. ``schrodinger_cutoff = 2n`` is the exact state; e.g. use the same value as
       ``cutoff``.
-    * ``comm`` (default ``None``): an mpi4py communicator to distribute the terms over its
-      ranks (see :class:`MonomialPropagator`).
-    * ``memory_limit`` (default ``None``; bytes, an int > 0): the memory budget. An operation
-      that would take the process past it stops with a :class:`MemoryError` before it grows,
-      and leaves the propagator as it was. ``None`` reads ``monoprop_MEMORY_LIMIT`` (bytes),
-      else sets the budget when each operation starts to what the process holds plus 80% of
-      the memory then available (``MemAvailable``, or the room under a container's limit), at
-      most 90% of the physical memory. A budget belongs to the machine: copies keep it,
-      :meth:`save` does not record it (a loaded propagator has ``None``).
-    * ``on_memory_limit`` (default ``"raise"``): what a layer that would pass the memory budget
-      does. ``"raise"`` stops the operation with the :class:`MemoryError`. ``"truncate"`` keeps
-      the layer's largest new terms that fit: it raises ``lower_atol`` for that layer and the
-      rest of the call just enough (:attr:`memory_truncations`, :attr:`effective_lower_atol`),
-      and the branches it drops are ordinary inactive (cos-only) entries. It needs
-      coefficients (``propagate``, or a build with parameter values); it never drops held
-      terms, so a build's layer whose graph entries cannot fit without any new term still
-      raises (a propagate records nothing: at worst a layer keeps none of its new terms). One
-      MPI rank only.
+    {resource_parameters}
 
-    ``pare_threshold`` of :meth:`expectation_value_functional` and
-    :meth:`expectation_value_and_gradient_functional`: see the former.
+    {pare_threshold}
 
     ``only_rotate_len_k`` of :meth:`build_graph` and :meth:`propagate` (default ``None``, all
     terms): only held terms of at most ``k`` Majorana factors are rotated by the gates; longer

@@ -11,10 +11,20 @@ from .circuit import Circuit
 from .encoding import pauli_slots, slots_to_pauli
 from .monomial_propagator import MonomialPropagator
 from .pauli import Pauli, PauliOperator
+from .propagator_docs import PARE_THRESHOLD, RESOURCE_PARAMETERS, compose, tolerance_parameters
 
 __all__ = ["PauliPropagator"]
 
 
+@compose(
+    tolerance_parameters=tolerance_parameters(
+        units="the observable's units",
+        coefficient="coefficient",
+        partner="the partner's weight",
+    ),
+    resource_parameters=RESOURCE_PARAMETERS,
+    pare_threshold=PARE_THRESHOLD,
+)
 class PauliPropagator(MonomialPropagator[PauliOperator]):
     """Propagates a Pauli observable through circuits of Pauli rotations ``exp(+iθ P)``.
 
@@ -27,50 +37,16 @@ class PauliPropagator(MonomialPropagator[PauliOperator]):
     * ``cutoff`` (required; a number of qubits): the largest Pauli weight (number of non-identity
       letters) a new term may have. A Z-string (only Z letters) is always kept, whatever its
       weight. ``cutoff = n`` keeps every term; typical values are 4 to 8.
-    * ``lower_atol`` (default ``None``; a coefficient magnitude, in the observable's units):
-      under a gate rotating by ``phi = 2θh`` (``h`` the gate term's coefficient), a term with
-      coefficient ``c`` that anticommutes with the gate is *active* only when
-      ``|sin(phi) * c| > lower_atol``. Only an active term asks for its partner (the product
-      with the gate term): it makes it when missing and rotates with it when held; a term no
-      one asks for is only scaled by ``cos(phi)``, and no held term is ever dropped. ``None``
-      makes every anticommuting term active. It needs coefficients, so it applies in
-      ``propagate`` and in a ``build_graph`` with parameter values (``seed_parameters``, or the
-      circuit's bound parameters on the first build); a structural build ignores it and
-      warns (:class:`~monoprop.ToleranceWarning`). A negative value is the same as ``None``
-      (it warns). Typical: ``1e-4`` to ``1e-6``.
-    * ``upper_atol`` (default ``None``; same unit; ``>= lower_atol``): an active term with
-      ``|sin(phi) * c| > upper_atol`` asks for its partner even when the partner's weight exceeds
-      ``cutoff``, so that large contributions are not cut. ``None`` applies ``cutoff`` to every
-      term. Like ``lower_atol`` it needs coefficients. A negative value lets every active term
-      ask, even one the rotation does not move (it warns; ``0`` asks for every term that
-      moves). Typical: 100 to 1000 times ``lower_atol``, e.g. ``1e-2``.
+    {tolerance_parameters}
     * ``schrodinger_cutoff`` (default ``None``; a number of qubits): ``None`` is the
       Heisenberg picture, which evolves the observable. A number switches to the Schrödinger
       picture, which evolves ``2^n ρ`` of the reference state, ``prod_j (1 ± Z_j)``, expanded
       into its Z-strings of weight at most ``schrodinger_cutoff``; the evolution itself is
       truncated by ``cutoff``. ``schrodinger_cutoff = n`` is the exact state; e.g. use the
       same value as ``cutoff``.
-    * ``comm`` (default ``None``): an mpi4py communicator to distribute the terms over its
-      ranks (see :class:`MonomialPropagator`).
-    * ``memory_limit`` (default ``None``; bytes, an int > 0): the memory budget. An operation
-      that would take the process past it stops with a :class:`MemoryError` before it grows,
-      and leaves the propagator as it was. ``None`` reads ``monoprop_MEMORY_LIMIT`` (bytes),
-      else sets the budget when each operation starts to what the process holds plus 80% of
-      the memory then available (``MemAvailable``, or the room under a container's limit), at
-      most 90% of the physical memory. A budget belongs to the machine: copies keep it,
-      :meth:`save` does not record it (a loaded propagator has ``None``).
-    * ``on_memory_limit`` (default ``"raise"``): what a layer that would pass the memory budget
-      does. ``"raise"`` stops the operation with the :class:`MemoryError`. ``"truncate"`` keeps
-      the layer's largest new terms that fit: it raises ``lower_atol`` for that layer and the
-      rest of the call just enough (:attr:`memory_truncations`, :attr:`effective_lower_atol`),
-      and the branches it drops are ordinary inactive (cos-only) entries. It needs
-      coefficients (``propagate``, or a build with parameter values); it never drops held
-      terms, so a build's layer whose graph entries cannot fit without any new term still
-      raises (a propagate records nothing: at worst a layer keeps none of its new terms). One
-      MPI rank only.
+    {resource_parameters}
 
-    ``pare_threshold`` of :meth:`expectation_value_functional` and
-    :meth:`expectation_value_and_gradient_functional`: see the former.
+    {pare_threshold}
 
     ``only_rotate_len_k`` of :meth:`build_graph` and :meth:`propagate` (default ``None``, all
     terms): only held terms of at most ``k`` slots are rotated by the gates, where X and Y count
