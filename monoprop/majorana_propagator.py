@@ -114,7 +114,7 @@ class MajoranaPropagator(MonomialPropagator[MajoranaOperator]):
             )
 
     def _layer_coefficients(self, g: np.ndarray) -> np.ndarray:
-        # A structural layer (S, g) is the gate exp(-iθ g M_S) (monoprop.circuit); the engine
+        # A structural layer (S, g) is the gate exp(-iθ g M_S) (monoprop.exp_gate); the engine
         # applies exp(+iθ h M_S), so h = -g.
         return -g
 
