@@ -158,12 +158,12 @@ def functional_guard(
     return checked_engine, mapping
 
 
-def _with_check(functional: Callable, checked_engine: Callable[[], Any]) -> Callable:
+def _with_check(fn: Callable, checked_engine: Callable[[], Any]) -> Callable:
     """Give a functional its ``check()``: the staleness and validity tests of a call, run
     without replaying the graph."""
 
     def check() -> None:
         checked_engine()
 
-    functional.check = check  # type: ignore[attr-defined]
-    return functional
+    fn.check = check  # type: ignore[attr-defined]
+    return fn
