@@ -60,29 +60,13 @@ class Engine:
         """
         Fold the graph at ``parameters`` into the operand; returns the coefficients in store order.
         """
-    def evaluate_points(self, points: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], gradient: bool, pare: typing.SupportsFloat | typing.SupportsIndex = 0.0, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None) -> typing.Any:
+    def evaluate(self, points: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], gradient: bool = False, with_error: bool = False, pare: typing.SupportsFloat | typing.SupportsIndex = 0.0, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None) -> tuple[numpy.typing.NDArray[numpy.float64], typing.Any, typing.Any, typing.Any]:
         """
-        Values (and with ``gradient`` the gradients, shape (K, n)) at the rows of a (K, n) array of points, from one batched replay; each row's results are bitwise those of a single call.
+        Replay the graph at one parameter vector (1-D) or at the rows of a (K, n) array of points, taking no copy of a C-contiguous float64 array: ``(values, gradients, bounds, estimates)``, arrays of K values (a single vector: K = 1), the gradients (n, or K x n) with ``gradient``, the truncation error's bound and estimate with ``with_error`` (else None). ``pare``: skip entries whose contribution is below it; ``mapping``: per-layer parameter indices in place of the graph's. Each point's results are bitwise those of the point alone.
         """
     def evolved_terms(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], atol: typing.SupportsFloat | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.uint32], numpy.typing.NDArray[numpy.uint64], numpy.typing.NDArray[numpy.float64]]:
         """
         ``(slots, offsets, coefficients)`` of the evolved terms above ``atol``, in the layout of monoprop.core_arrays.TermArrays.
-        """
-    def expectation_value(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], pare: typing.SupportsFloat | typing.SupportsIndex = 0.0, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None) -> float:
-        """
-        Replay the graph at ``parameters`` (per-layer indices from ``mapping`` if given), dropping contributions below ``pare``.
-        """
-    def expectation_value_and_gradient(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], pare: typing.SupportsFloat | typing.SupportsIndex = 0.0, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None) -> tuple[float, numpy.typing.NDArray[numpy.float64]]:
-        """
-        Value and gradient from one forward and one reverse sweep of the graph.
-        """
-    def expectation_value_and_gradient_with_error(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], pare: typing.SupportsFloat | typing.SupportsIndex = 0.0, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None) -> tuple[float, numpy.typing.NDArray[numpy.float64], float, float]:
-        """
-        ``expectation_value_and_gradient`` and its truncation error: ``(value, gradient, bound, estimate)``.
-        """
-    def expectation_value_with_error(self, parameters: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], pare: typing.SupportsFloat | typing.SupportsIndex = 0.0, mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None) -> tuple[float, float, float]:
-        """
-        ``expectation_value`` and its truncation error: ``(value, bound, estimate)``, the bound on ``|exact - value|`` and the root of the sum of squared dropped weights.
         """
     def graph(self) -> list:
         ...

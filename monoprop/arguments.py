@@ -37,6 +37,25 @@ def parameter_list(parameters: ParameterValues, name: str = "parameters") -> lis
     return values.tolist()
 
 
+def parameter_vector(parameters: ParameterValues) -> np.ndarray:
+    """One parameter point as a float64 vector for the core's evaluation, which checks its
+    length and that every angle is finite: a C-contiguous float64 vector is passed on as it is
+    (no copy); ``None`` → an empty vector; a Circuit → its ``parameters``; any other sequence
+    through ``float``, value by value.
+    """
+    if parameters is None:
+        return np.empty(0, dtype=np.float64)
+    if hasattr(parameters, "parameters") and hasattr(parameters, "resolved_mapping"):
+        parameters = parameters.parameters
+    if isinstance(parameters, np.ndarray):
+        if parameters.ndim != 1:
+            raise ValueError(
+                f"parameters must be a 1-D array; got shape {parameters.shape}. Pass a flat vector."
+            )
+        return np.ascontiguousarray(parameters, dtype=np.float64)
+    return np.array([float(x) for x in parameters], dtype=np.float64)
+
+
 def cutoff_value(value: Any, name: str = "cutoff") -> int:
     """A non-negative int (bool accepted, as for any int); else TypeError."""
     return check_int(

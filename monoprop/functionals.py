@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import ParameterValues, parameter_list
+from .arguments import ParameterValues, parameter_vector
 from .exceptions import StaleFunctionalError
 from .points import parameter_points
 from .propagator_state import PropagatorState
@@ -64,32 +64,18 @@ def evaluate(
     """
     points = parameter_points(parameters)
     core = engine()
-    if points is not None and not with_error:
-        return core.evaluate_points(points, gradient, pare, mapping)
-    vectors = [parameter_list(parameters)] if points is None else [row.tolist() for row in points]
-    if not with_error:  # one point
-        if gradient:
-            return core.expectation_value_and_gradient(vectors[0], pare, mapping)
-        return core.expectation_value(vectors[0], pare, mapping)
-    # (value, [gradient,] bound, estimate) per point
-    rows = [
-        core.expectation_value_and_gradient_with_error(vector, pare, mapping)
-        if gradient
-        else core.expectation_value_with_error(vector, pare, mapping)
-        for vector in vectors
-    ]
+    at = parameter_vector(parameters) if points is None else points
+    # The core checks the angles (finite, one per parameter) and reads the array in place.
+    values, gradients, bounds, estimates = core.evaluate(at, gradient, with_error, pare, mapping)
     if points is None:
-        row = rows[0]
-        return (*row[:-2], TruncationError(row[-2], row[-1]))
-    values = np.array([row[0] for row in rows], dtype=np.float64)
-    error = TruncationError(
-        np.array([row[-2] for row in rows], dtype=np.float64),
-        np.array([row[-1] for row in rows], dtype=np.float64),
-    )
-    if not gradient:
-        return values, error
-    gradients = np.array([row[1] for row in rows], dtype=np.float64).reshape(len(rows), -1)
-    return values, gradients, error
+        value = float(values[0])
+        error = TruncationError(float(bounds[0]), float(estimates[0])) if with_error else None
+    else:
+        value = values
+        error = TruncationError(bounds, estimates) if with_error else None
+    if not with_error:
+        return (value, gradients) if gradient else value
+    return (value, gradients, error) if gradient else (value, error)
 
 
 def functional(

@@ -397,81 +397,48 @@ that would pass it instead of refusing.)doc");
       "Append more layers of the circuit the last ``build_graph`` began (its parameters and gates are on the "
       "axes already); ``seed_parameters`` is the full parameter vector.");
   cls.def(
-      "expectation_value",
-      [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
+      "evaluate",
+      [](const MonomialPropagator& self, const RealArray& points, bool gradient, bool with_error, double pare,
          const std::optional<std::vector<std::int32_t>>& mapping) {
-        return self.expectation_value(theta, pare, mapping ? &*mapping : nullptr);
-      },
-      py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none(),
-      py::call_guard<py::gil_scoped_release>(),
-      "Replay the graph at ``parameters`` (per-layer indices from ``mapping`` if given), dropping "
-      "contributions below ``pare``.");
-  cls.def(
-      "expectation_value_with_error",
-      [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
-         const std::optional<std::vector<std::int32_t>>& mapping) {
-        MonomialPropagator::ValueWithError out;
+        if (points.ndim() != 1 && points.ndim() != 2)
+          throw ArgumentError(
+              "evaluate takes one vector of parameters or a 2-D array of points (K, n_parameters); "
+              "got an array of " +
+              std::to_string(points.ndim()) + " dimensions.");
+        const bool single = points.ndim() == 1;
+        const auto count = single ? std::size_t{1} : static_cast<std::size_t>(points.shape(0));
+        const auto width = static_cast<std::size_t>(points.shape(single ? 0 : 1));
+        const auto k = static_cast<py::ssize_t>(count), n = static_cast<py::ssize_t>(width);
+        py::array_t<double> values(k);
+        py::object gradients = py::none(), bounds = py::none(), estimates = py::none();
+        EvaluationResults out{values.mutable_data()};
+        if (gradient) {
+          auto g = single ? py::array_t<double>(n) : py::array_t<double>(std::vector<py::ssize_t>{k, n});
+          out.gradients = g.mutable_data();
+          gradients = std::move(g);
+        }
+        if (with_error) {
+          py::array_t<double> b(k), e(k);
+          out.bounds = b.mutable_data();
+          out.estimates = e.mutable_data();
+          bounds = std::move(b);
+          estimates = std::move(e);
+        }
+        const Points at = single ? Points::one({points.data(), width}) : Points::rows(points.data(), count, width);
         {
           py::gil_scoped_release release;
-          out = self.expectation_value_with_error(theta, pare, mapping ? &*mapping : nullptr);
+          self.evaluate(at, {gradient, with_error, pare, mapping ? &*mapping : nullptr}, out);
         }
-        return py::make_tuple(out.value, out.bound, out.estimate);
+        return py::make_tuple(values, gradients, bounds, estimates);
       },
-      py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none(),
-      "``expectation_value`` and its truncation error: ``(value, bound, estimate)``, the bound on "
-      "``|exact - value|`` and the root of the sum of squared dropped weights.");
-  cls.def(
-      "expectation_value_and_gradient_with_error",
-      [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
-         const std::optional<std::vector<std::int32_t>>& mapping) {
-        std::vector<double> grad;
-        MonomialPropagator::ValueWithError out;
-        {
-          py::gil_scoped_release release;
-          out = self.expectation_value_and_gradient_with_error(theta, grad, pare, mapping ? &*mapping : nullptr);
-        }
-        return py::make_tuple(out.value, to_numpy(std::move(grad)), out.bound, out.estimate);
-      },
-      py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none(),
-      "``expectation_value_and_gradient`` and its truncation error: ``(value, gradient, bound, "
-      "estimate)``.");
-  cls.def(
-      "expectation_value_and_gradient",
-      [](const MonomialPropagator& self, const std::vector<double>& theta, double pare,
-         const std::optional<std::vector<std::int32_t>>& mapping) {
-        std::vector<double> grad;
-        double f;
-        {
-          py::gil_scoped_release release;
-          f = self.expectation_value_and_gradient(theta, grad, pare, mapping ? &*mapping : nullptr);
-        }
-        return py::make_tuple(f, to_numpy(std::move(grad)));
-      },
-      py::arg("parameters"), py::arg("pare") = 0.0, py::arg("mapping") = py::none(),
-      "Value and gradient from one forward and one reverse sweep of the graph.");
-  cls.def(
-      "evaluate_points",
-      [](const MonomialPropagator& self, const RealArray& points, bool gradient, double pare,
-         const std::optional<std::vector<std::int32_t>>& mapping) -> py::object {
-        if (points.ndim() != 2) throw ArgumentError("evaluate_points takes a 2-D array of points (K, n_parameters).");
-        const auto count = static_cast<std::size_t>(points.shape(0));
-        const auto width = static_cast<std::size_t>(points.shape(1));
-        py::array_t<double> values(static_cast<py::ssize_t>(count));
-        py::array_t<double> gradients(
-            std::vector<py::ssize_t>{static_cast<py::ssize_t>(count), static_cast<py::ssize_t>(gradient ? width : 0)});
-        const double* in = points.data();
-        double* v = values.mutable_data();
-        double* g = gradients.mutable_data();
-        {
-          py::gil_scoped_release release;
-          self.evaluate_points(in, count, width, gradient, pare, mapping ? &*mapping : nullptr, v, g);
-        }
-        if (!gradient) return std::move(values);
-        return py::make_tuple(values, gradients);
-      },
-      py::arg("points"), py::arg("gradient"), py::arg("pare") = 0.0, py::arg("mapping") = py::none(),
-      "Values (and with ``gradient`` the gradients, shape (K, n)) at the rows of a (K, n) array of points, from "
-      "one batched replay; each row's results are bitwise those of a single call.");
+      py::arg("points"), py::arg("gradient") = false, py::arg("with_error") = false, py::arg("pare") = 0.0,
+      py::arg("mapping") = py::none(),
+      "Replay the graph at one parameter vector (1-D) or at the rows of a (K, n) array of points, taking no copy "
+      "of a C-contiguous float64 array: ``(values, gradients, bounds, estimates)``, arrays of K values (a "
+      "single vector: K = 1), the gradients (n, or K x n) with ``gradient``, the truncation error's bound and "
+      "estimate with ``with_error`` (else None). ``pare``: skip entries whose contribution is below it; "
+      "``mapping``: per-layer parameter indices in place of the graph's. Each point's results are bitwise those "
+      "of the point alone.");
   cls.def(
       "contract",
       [](MonomialPropagator& self, const std::vector<double>& parameters, bool inplace) {
@@ -684,29 +651,58 @@ that would pass it instead of refusing.)doc");
   // truncation() refuses once the propagator is invalid.
   cls.def_property(
       "cutoff", [](MonomialPropagator& self) { return self.truncation().cutoff; },
-      py::cpp_function([](MonomialPropagator& self, std::int64_t v) { self.truncation().cutoff = v; }, py::arg("self"),
-                       py::arg("value")));
+      py::cpp_function(
+          [](MonomialPropagator& self, std::int64_t v) {
+            Truncation t = self.truncation();
+            t.cutoff = v;
+            self.set_truncation(t);
+          },
+          py::arg("self"), py::arg("value")));
   cls.def_property(
       "cutoff_type", [](MonomialPropagator& self) { return cutoff_type_name(self.truncation().type); },
       py::cpp_function(
-          [](MonomialPropagator& self, const std::string& v) { self.truncation().type = parse_cutoff_type(v); },
+          [](MonomialPropagator& self, const std::string& v) {
+            Truncation t = self.truncation();
+            t.type = parse_cutoff_type(v);
+            self.set_truncation(t);
+          },
           py::arg("self"), py::arg("value")));
   cls.def_property(
       "lower_atol", [](MonomialPropagator& self) { return self.truncation().lower_atol; },
-      py::cpp_function([](MonomialPropagator& self, std::optional<double> v) { self.truncation().lower_atol = v; },
-                       py::arg("self"), py::arg("value")));
+      py::cpp_function(
+          [](MonomialPropagator& self, std::optional<double> v) {
+            Truncation t = self.truncation();
+            t.lower_atol = v;
+            self.set_truncation(t);
+          },
+          py::arg("self"), py::arg("value")));
   cls.def_property(
       "upper_atol", [](MonomialPropagator& self) { return self.truncation().upper_atol; },
-      py::cpp_function([](MonomialPropagator& self, std::optional<double> v) { self.truncation().upper_atol = v; },
-                       py::arg("self"), py::arg("value")));
+      py::cpp_function(
+          [](MonomialPropagator& self, std::optional<double> v) {
+            Truncation t = self.truncation();
+            t.upper_atol = v;
+            self.set_truncation(t);
+          },
+          py::arg("self"), py::arg("value")));
   cls.def_property(
       "max_error", [](MonomialPropagator& self) { return self.truncation().max_error; },
-      py::cpp_function([](MonomialPropagator& self, std::optional<double> v) { self.truncation().max_error = v; },
-                       py::arg("self"), py::arg("value")));
+      py::cpp_function(
+          [](MonomialPropagator& self, std::optional<double> v) {
+            Truncation t = self.truncation();
+            t.max_error = v;
+            self.set_truncation(t);
+          },
+          py::arg("self"), py::arg("value")));
   cls.def_property(
       "rigorous", [](MonomialPropagator& self) { return self.truncation().rigorous; },
-      py::cpp_function([](MonomialPropagator& self, bool v) { self.truncation().rigorous = v; }, py::arg("self"),
-                       py::arg("value")));
+      py::cpp_function(
+          [](MonomialPropagator& self, bool v) {
+            Truncation t = self.truncation();
+            t.rigorous = v;
+            self.set_truncation(t);
+          },
+          py::arg("self"), py::arg("value")));
 
   // After Engine, so that its signature names the class.
   m.def(

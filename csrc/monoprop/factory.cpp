@@ -27,8 +27,7 @@ std::unique_ptr<MonomialPropagator> make_propagator(Config config, BasisChange b
   if (config.num_modes <= 0 || config.num_modes > kMaxNumModes)
     throw ArgumentError("num_modes " + std::to_string(config.num_modes) + " is outside 1.." +
                         std::to_string(kMaxNumModes) + ".");
-  if (config.truncation.cutoff < 0)
-    throw ArgumentError("cutoff " + std::to_string(config.truncation.cutoff) + " must be >= 0.");
+  config.truncation.check();
   if (config.schrodinger_cutoff && *config.schrodinger_cutoff < 0)
     throw ArgumentError("schrodinger_cutoff must be >= 0.");
   const int logical = logical_num_modes.value_or(config.num_modes);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "algebra.h"
 #include "comm.h"
 #include "errors.h"
+#include "evaluation.h"
 #include "graph.h"
 #include "hash_index.h"
 #include "interrupt.h"
@@ -45,6 +47,23 @@ struct Truncation {
   // what they drop (with `rigorous`, its bound) stays within max_error.
   std::optional<double> max_error;
   bool rigorous = false;
+
+  // ArgumentError, naming the value, for settings no propagation can follow:
+  // a negative cutoff, a NaN tolerance, an upper_atol below lower_atol, a
+  // max_error that is not a positive finite number.
+  void check() const {
+    const auto text = [](double x) { return std::isnan(x) ? std::string("nan") : std::to_string(x); };
+    if (cutoff < 0) throw ArgumentError("cutoff " + std::to_string(cutoff) + " must be >= 0.");
+    for (const auto& [name, atol] : {std::pair{"lower_atol", lower_atol}, std::pair{"upper_atol", upper_atol}})
+      if (atol && std::isnan(*atol))
+        throw ArgumentError(std::string(name) + " must be a number or unset (no threshold); got nan.");
+    if (lower_atol && upper_atol && *upper_atol < *lower_atol)
+      throw ArgumentError("upper_atol (" + text(*upper_atol) + ") must be greater than or equal to lower_atol (" +
+                          text(*lower_atol) + "); raise upper_atol or lower lower_atol.");
+    if (max_error && !(*max_error > 0.0 && std::isfinite(*max_error)))
+      throw ArgumentError("max_error=" + text(*max_error) +
+                          " must be a positive, finite number; unset it for no error budget.");
+  }
 };
 
 // A Hermitian-basis term: set slots and the real coefficient h of M_S.
@@ -174,49 +193,34 @@ class MonomialPropagator {
         "wraps.");
   }
 
-  // `mapping` (per layer, circuit order) replaces the graph's own parameter
-  // mapping for this call: what a functional made before a relabelling uses.
-  virtual double expectation_value(const std::vector<double>& parameters, double pare = 0.0,
-                                   const std::vector<std::int32_t>* mapping = nullptr) const = 0;
-  virtual double expectation_value_and_gradient(const std::vector<double>& parameters, std::vector<double>& gradient,
-                                                double pare = 0.0,
-                                                const std::vector<std::int32_t>* mapping = nullptr) const = 0;
-  // The values at `count` points (rows of `width` parameters, one after the
-  // other) into values[i], and with `gradient` their gradients into
-  // gradients[i * width ...]: each bitwise what a call at that row returns.
-  // This default calls the one-point members row by row; the engine replays
-  // a batch with the points side by side (propagator_points.h).
-  virtual void evaluate_points(const double* points, std::size_t count, std::size_t width, bool gradient, double pare,
-                               const std::vector<std::int32_t>* mapping, double* values, double* gradients) const {
-    std::vector<double> row, g;
-    for (std::size_t i = 0; i < count; ++i) {
-      row.assign(points + i * width, points + (i + 1) * width);
-      if (!gradient) {
-        values[i] = expectation_value(row, pare, mapping);
-        continue;
-      }
-      values[i] = expectation_value_and_gradient(row, g, pare, mapping);
-      std::copy(g.begin(), g.end(), gradients + i * width);
-    }
+  // Replays the graph at K points (evaluation.h): each point's value and, as
+  // `request` asks, its gradient and truncation error (a bound, and an
+  // estimate: what propagate dropped plus the branches the replay at that
+  // point drops, reduced over the ranks; propagator_replay.h), into
+  // `results`. Each point's results are bitwise those of the point alone,
+  // for a fixed thread count. NaN or infinite angles, a row of the wrong
+  // length and a bad pare are refused before anything is replayed.
+  virtual void evaluate(const Points& points, const EvaluationRequest& request,
+                        const EvaluationResults& results) const = 0;
+  // The one-point forms of evaluate. `mapping` (per layer, circuit order)
+  // replaces the graph's own parameter mapping for this call.
+  using ValueWithError = monoprop::ValueWithError;
+  double expectation_value(const std::vector<double>& parameters, double pare = 0.0,
+                           const std::vector<std::int32_t>* mapping = nullptr) const {
+    return evaluate_one(parameters, nullptr, {false, false, pare, mapping}).value;
   }
-  // expectation_value, and a bound on its truncation error (and an estimate,
-  // the root of the sum of squared dropped weights): what propagate dropped
-  // plus the branches the graph's replay at `parameters` drops, reduced over
-  // the ranks (propagator_replay.h).
-  struct ValueWithError {
-    double value = 0.0, bound = 0.0, estimate = 0.0;
-  };
-  virtual ValueWithError expectation_value_with_error(const std::vector<double>& parameters, double pare = 0.0,
-                                                      const std::vector<std::int32_t>* mapping = nullptr) const {
-    (void)parameters, (void)pare, (void)mapping;
-    throw UsageError("this propagator type cannot bound its truncation error; forward it to the propagator it wraps.");
+  double expectation_value_and_gradient(const std::vector<double>& parameters, std::vector<double>& gradient,
+                                        double pare = 0.0, const std::vector<std::int32_t>* mapping = nullptr) const {
+    return evaluate_one(parameters, &gradient, {true, false, pare, mapping}).value;
   }
-  // The same with the gradient, from the forward sweep of the gradient's replay.
-  virtual ValueWithError expectation_value_and_gradient_with_error(
-      const std::vector<double>& parameters, std::vector<double>& gradient, double pare = 0.0,
-      const std::vector<std::int32_t>* mapping = nullptr) const {
-    (void)parameters, (void)gradient, (void)pare, (void)mapping;
-    throw UsageError("this propagator type cannot bound its truncation error; forward it to the propagator it wraps.");
+  ValueWithError expectation_value_with_error(const std::vector<double>& parameters, double pare = 0.0,
+                                              const std::vector<std::int32_t>* mapping = nullptr) const {
+    return evaluate_one(parameters, nullptr, {false, true, pare, mapping});
+  }
+  ValueWithError expectation_value_and_gradient_with_error(const std::vector<double>& parameters,
+                                                           std::vector<double>& gradient, double pare = 0.0,
+                                                           const std::vector<std::int32_t>* mapping = nullptr) const {
+    return evaluate_one(parameters, &gradient, {true, true, pare, mapping});
   }
   // Hermitian-basis coefficients after replaying the graph (store order).
   virtual std::vector<double> contract(const std::vector<double>& parameters, bool inplace) = 0;
@@ -276,9 +280,15 @@ class MonomialPropagator {
   int logical_num_modes() const { return logical_num_modes_; }
   Family basis() const { return basis_; }
   // The settings as callers see them; refuses once the propagator is invalid.
-  Truncation& truncation() {
+  // New settings are checked (Truncation::check) before they replace the old.
+  const Truncation& truncation() const {
     check_valid();
     return config_.truncation;
+  }
+  void set_truncation(const Truncation& truncation) {
+    check_valid();
+    truncation.check();
+    config_.truncation = truncation;
   }
   bool schrodinger() const { return config_.schrodinger_cutoff.has_value(); }
   // Bumped whenever the graph or the operand a replay starts from changes.
@@ -364,6 +374,14 @@ class MonomialPropagator {
       invalid_reason_ = std::string(operation) + " failed part-way.";
       throw;
     }
+  }
+  ValueWithError evaluate_one(const std::vector<double>& parameters, std::vector<double>* gradient,
+                              const EvaluationRequest& request) const {
+    ValueWithError out;
+    if (gradient) gradient->assign(parameters.size(), 0.0);
+    evaluate(Points::one(parameters), request,
+             {&out.value, gradient ? gradient->data() : nullptr, &out.bound, &out.estimate});
+    return out;
   }
   void maybe_fault(const char* where) const {
     if (fault_ == where) {

@@ -84,17 +84,8 @@ class Propagator final : public MonomialPropagator {
     build(circuit, seed, only_rotate_len_k, true);
   }
 
-  double expectation_value(const std::vector<double>& parameters, double pare,
-                           const std::vector<std::int32_t>* mapping) const override;
-  double expectation_value_and_gradient(const std::vector<double>& parameters, std::vector<double>& gradient,
-                                        double pare, const std::vector<std::int32_t>* mapping) const override;
-  void evaluate_points(const double* points, std::size_t count, std::size_t width, bool gradient, double pare,
-                       const std::vector<std::int32_t>* mapping, double* values, double* gradients) const override;
-  ValueWithError expectation_value_with_error(const std::vector<double>& parameters, double pare,
-                                              const std::vector<std::int32_t>* mapping) const override;
-  ValueWithError expectation_value_and_gradient_with_error(const std::vector<double>& parameters,
-                                                           std::vector<double>& gradient, double pare,
-                                                           const std::vector<std::int32_t>* mapping) const override;
+  void evaluate(const Points& points, const EvaluationRequest& request,
+                const EvaluationResults& results) const override;
   std::vector<double> contract(const std::vector<double>& parameters, bool inplace) override;
   TermList evolved_terms(const std::vector<double>& parameters, double atol) const override;
   std::vector<double> coefficients_of(const std::vector<Term>& terms,
@@ -338,10 +329,10 @@ class Propagator final : public MonomialPropagator {
   void expand_reference_state(int max_pairs);
   void check_circuit(const CircuitSpec& circuit, std::optional<int> only_rotate_len_k) const;
   void check_noise(const LayerSpec& layer) const;
-  void check_parameters(const std::vector<double>& parameters, std::int32_t expected) const;
+  void check_parameters(std::span<const double> parameters, std::int32_t expected) const;
   void check_rates(const double* theta, const std::int32_t* lp, bool gradient) const;
   void check_layer_parameters(const std::vector<std::int32_t>& per_layer) const;
-  std::vector<std::int32_t> checked_evaluation(const std::vector<double>& parameters,
+  std::vector<std::int32_t> checked_evaluation(std::span<const double> parameters,
                                                const std::vector<std::int32_t>* mapping, bool gradient = false) const;
   void check_circuit_rates(const CircuitSpec& circuit, const std::vector<double>& theta, std::int32_t shift) const;
   // Per-layer parameter indices in graph order for a circuit-order mapping.
@@ -512,9 +503,9 @@ class Propagator final : public MonomialPropagator {
   void replay(int t, Team& team, const ReplayView& view, double* const* c, const double* theta, double pare,
               const std::int32_t* lp, bool reverse, Dropped* dropped = nullptr) const;
   void replay_all(const std::vector<double>& parameters, Dropped* dropped = nullptr) const;
-  // The value and, with `dropped` (one per shard), the bounded replay's sums.
-  double evaluate(const std::vector<double>& parameters, double pare, const std::vector<std::int32_t>* mapping,
-                  Dropped* total) const;
+  // The value and, with `total`, the bounded replay's sums.
+  double replay_value(std::span<const double> parameters, double pare, const std::vector<std::int32_t>* mapping,
+                      Dropped* total) const;
   // The factor a dropped state term's weight carries in the value: 1
   // (Heisenberg), or the sum of |h| over the observable's non-identity terms
   // (Schrodinger; propagator_replay.h).
@@ -526,9 +517,12 @@ class Propagator final : public MonomialPropagator {
   // sums), and dropped_so_far() in the value's units (progress reports).
   Dropped dropped_in_call() const;
   double dropped_so_far();
-  // The value and gradient; with `total`, as evaluate.
-  double evaluate_gradient(const std::vector<double>& parameters, std::vector<double>& gradient, double pare,
-                           const std::vector<std::int32_t>* mapping, Dropped* total) const;
+  // The value and gradient (into `gradient`, n_parameters of them); with `total`, as replay_value.
+  double replay_gradient(std::span<const double> parameters, double* gradient, double pare,
+                         const std::vector<std::int32_t>* mapping, Dropped* total) const;
+  // A batch's points side by side (propagator_points.h), or one by one.
+  void evaluate_batch(const Points& points, const EvaluationRequest& request, const EvaluationResults& out) const;
+  void evaluate_rows(const Points& points, const EvaluationRequest& request, const EvaluationResults& out) const;
   // Refuses a bound that cannot be had (only_rotate_len_k; pare on several ranks).
   void check_bounded(double pare) const;
   double* spread_adjoint(int s, const ReplayView& view) const;

@@ -16,24 +16,24 @@
 namespace monoprop {
 
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::evaluate_points(const double* points, std::size_t count, std::size_t width, bool gradient,
-                                          double pare, const std::vector<std::int32_t>* mapping, double* values,
-                                          double* gradients) const {
+void Propagator<A, W, I>::evaluate_batch(const Points& points, const EvaluationRequest& request,
+                                         const EvaluationResults& out) const {
+  const std::size_t count = points.count, width = points.width;
+  const bool gradient = request.gradient;
+  const std::vector<std::int32_t>* mapping = request.mapping;
   // Every row is checked before any is replayed (an empty batch checks its width).
   std::vector<std::int32_t> layer_parameters;
-  for (std::size_t i = 0; i < std::max<std::size_t>(count, 1); ++i) {
-    const std::vector<double> row =
-        count ? std::vector<double>(points + i * width, points + (i + 1) * width) : std::vector<double>(width, 0.0);
-    layer_parameters = checked_evaluation(row, mapping, gradient && count);
-  }
+  const std::vector<double> zeros(count ? 0 : width, 0.0);
+  for (std::size_t i = 0; i < std::max<std::size_t>(count, 1); ++i)
+    layer_parameters =
+        checked_evaluation(count ? points.row(i) : std::span<const double>(zeros), mapping, gradient && count);
   if (count == 0) return;
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   // Paring decides per entry and per point, and several ranks meet per layer: point by point there.
-  if (pare > 0.0 || routing_.ranks() > 1)
-    return MonomialPropagator::evaluate_points(points, count, width, gradient, pare, mapping, values, gradients);
+  if (request.pare > 0.0 || routing_.ranks() > 1) return evaluate_rows(points, request, out);
   // The layers (graph order) before the first whose parameter differs between the points: a value's
   // replay runs them once for all points (a gradient's reverse sweep needs every point's own).
-  const std::size_t shared = gradient ? 0 : shared_layers(points, count, width, lp);
+  const std::size_t shared = gradient ? 0 : shared_layers(points.data, count, width, lp);
   const bool batched = guarded("evaluate", [&] {
     const ReplayView view = replay_view(replay_layout(), true);
     const int lanes = point_lanes(count, gradient, shared, view);
@@ -46,11 +46,33 @@ void Propagator<A, W, I>::evaluate_points(const double* points, std::size_t coun
     if (shared > 0) touched = touched_slots(view, shared);
     Team::run(T, false, [&](int t, Team&) {
       const auto [lo, hi] = chunk(t, T, count);
-      evaluate_lanes(t, view, lanes, shared, touched, points, lo, hi, width, gradient, lp, values, gradients);
+      evaluate_lanes(t, view, lanes, shared, touched, points.data, lo, hi, width, gradient, lp, out.values,
+                     out.gradients);
     });
     return true;
   });
-  if (!batched) MonomialPropagator::evaluate_points(points, count, width, gradient, pare, mapping, values, gradients);
+  if (!batched) evaluate_rows(points, request, out);
+}
+
+// Point by point, each as a one-point call replays it.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::evaluate_rows(const Points& points, const EvaluationRequest& request,
+                                        const EvaluationResults& out) const {
+  for (std::size_t k = 0; k < points.count; ++k) {
+    Dropped total;
+    Dropped* bounded = request.with_error ? &total : nullptr;
+    const double value = request.gradient ? replay_gradient(points.row(k), out.gradients + k * points.width,
+                                                            request.pare, request.mapping, bounded)
+                                          : replay_value(points.row(k), request.pare, request.mapping, bounded);
+    if (!request.with_error) {
+      out.values[k] = value;
+      continue;
+    }
+    const ValueWithError error = with_error(value, total);
+    out.values[k] = error.value;
+    out.bounds[k] = error.bound;
+    out.estimates[k] = error.estimate;
+  }
 }
 
 // The number of layers, in graph order, that every point turns alike: those

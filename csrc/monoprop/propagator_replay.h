@@ -345,12 +345,6 @@ double Propagator<A, W, I>::weighted_sum(int s, const ReplayView& view, const do
   return f;
 }
 
-template <typename A, int W, typename I>
-double Propagator<A, W, I>::expectation_value(const std::vector<double>& parameters, double pare,
-                                              const std::vector<std::int32_t>* mapping) const {
-  return evaluate(parameters, pare, mapping, nullptr);
-}
-
 // The truncation error. Write the operand after layer k as the exact image of
 // the one before, minus what the layer dropped: D_k, a sum of sine branches
 // s sn c M' (each a quiet term's, which the layer only scales by cos; or a
@@ -389,25 +383,17 @@ auto Propagator<A, W, I>::with_error(double value, const Dropped& total) const -
   return {value, bound, std::min(bound, kEstimateScale * scale * std::sqrt(total.squares))};
 }
 
+// A single vector, and a batch with its truncation error, go point by point;
+// a batch of values (and gradients) side by side where that pays.
 template <typename A, int W, typename I>
-auto Propagator<A, W, I>::expectation_value_with_error(const std::vector<double>& parameters, double pare,
-                                                       const std::vector<std::int32_t>* mapping) const
-    -> ValueWithError {
-  check_bounded(pare);
-  Dropped total;
-  const double value = evaluate(parameters, pare, mapping, &total);
-  return with_error(value, total);
-}
-
-template <typename A, int W, typename I>
-auto Propagator<A, W, I>::expectation_value_and_gradient_with_error(const std::vector<double>& parameters,
-                                                                    std::vector<double>& gradient, double pare,
-                                                                    const std::vector<std::int32_t>* mapping) const
-    -> ValueWithError {
-  check_bounded(pare);
-  Dropped total;
-  const double value = evaluate_gradient(parameters, gradient, pare, mapping, &total);
-  return with_error(value, total);
+void Propagator<A, W, I>::evaluate(const Points& points, const EvaluationRequest& request,
+                                   const EvaluationResults& results) const {
+  check_valid();
+  request.check();
+  points.check_finite();
+  if (request.with_error) check_bounded(request.pare);
+  if (points.single || request.with_error) return evaluate_rows(points, request, results);
+  evaluate_batch(points, request, results);
 }
 
 template <typename A, int W, typename I>
@@ -438,8 +424,8 @@ double Propagator<A, W, I>::error_scale() const {
 // what the replay drops, per shard, folded in ascending shard order and then
 // over the ranks with the value.
 template <typename A, int W, typename I>
-double Propagator<A, W, I>::evaluate(const std::vector<double>& parameters, double pare,
-                                     const std::vector<std::int32_t>* mapping, Dropped* total) const {
+double Propagator<A, W, I>::replay_value(std::span<const double> parameters, double pare,
+                                         const std::vector<std::int32_t>* mapping, Dropped* total) const {
   const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
@@ -479,16 +465,8 @@ double Propagator<A, W, I>::evaluate(const std::vector<double>& parameters, doub
 // the coefficients packed (half the cache lines), which then spread into the
 // interleaved states (c, lambda) the reverse sweep reads in pairs.
 template <typename A, int W, typename I>
-double Propagator<A, W, I>::expectation_value_and_gradient(const std::vector<double>& parameters,
-                                                           std::vector<double>& gradient, double pare,
-                                                           const std::vector<std::int32_t>* mapping) const {
-  return evaluate_gradient(parameters, gradient, pare, mapping, nullptr);
-}
-
-template <typename A, int W, typename I>
-double Propagator<A, W, I>::evaluate_gradient(const std::vector<double>& parameters, std::vector<double>& gradient,
-                                              double pare, const std::vector<std::int32_t>* mapping,
-                                              Dropped* total) const {
+double Propagator<A, W, I>::replay_gradient(std::span<const double> parameters, double* out, double pare,
+                                            const std::vector<std::int32_t>* mapping, Dropped* total) const {
   const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping, true);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
@@ -511,7 +489,7 @@ double Propagator<A, W, I>::evaluate_gradient(const std::vector<double>& paramet
       replay_back(t, team, view, state.data(), parameters.data(), pare, lp, dphi);
     });
     // Folds in ascending shard order: bitwise reproducible for a fixed T.
-    gradient.assign(parameters.size(), 0.0);
+    std::vector<double> gradient(parameters.size(), 0.0);
     for (std::size_t l = L; l-- > 0;) {
       const LayerInfo& info = layers_[l];
       const std::int32_t p = lp ? lp[l] : info.parameter;
@@ -539,6 +517,7 @@ double Propagator<A, W, I>::evaluate_gradient(const std::vector<double>& paramet
       total->sum = gradient.back();
       gradient.pop_back();
     }
+    std::copy(gradient.begin(), gradient.end(), out);
     return f + core_;
   });
 }

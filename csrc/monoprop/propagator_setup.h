@@ -310,7 +310,7 @@ void Propagator<A, W, I>::check_rates(const double* theta, const std::int32_t* l
 }
 
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::check_parameters(const std::vector<double>& parameters, std::int32_t expected) const {
+void Propagator<A, W, I>::check_parameters(std::span<const double> parameters, std::int32_t expected) const {
   if (static_cast<std::int64_t>(parameters.size()) != expected)
     throw UsageError("Invalid functional call. Parameter length " + std::to_string(parameters.size()) +
                      " does not match the expected number of parameters " + std::to_string(expected) +
@@ -322,7 +322,7 @@ void Propagator<A, W, I>::check_parameters(const std::vector<double>& parameters
 // Argument checks of an evaluation; returns the per-layer parameter indices
 // (graph order) of `mapping`, or nothing to use the graph's own.
 template <typename A, int W, typename I>
-std::vector<std::int32_t> Propagator<A, W, I>::checked_evaluation(const std::vector<double>& parameters,
+std::vector<std::int32_t> Propagator<A, W, I>::checked_evaluation(std::span<const double> parameters,
                                                                   const std::vector<std::int32_t>* mapping,
                                                                   bool gradient) const {
   check_valid();

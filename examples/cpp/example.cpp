@@ -58,7 +58,7 @@ class CountingPropagator final : public MonomialPropagator {
   void propagate(const monoprop::CircuitSpec& circuit, const std::vector<double>& parameters,
                  std::optional<int> only_rotate_len_k) override {
     guarded("propagate", [&] {
-      inner_->truncation() = config_.truncation;
+      inner_->set_truncation(config_.truncation);
       inner_->propagate(circuit, parameters, only_rotate_len_k);
       generation_ = inner_->generation();
     });
@@ -66,7 +66,7 @@ class CountingPropagator final : public MonomialPropagator {
   void build_graph(const monoprop::CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
                    std::optional<int> only_rotate_len_k) override {
     guarded("build_graph", [&] {
-      inner_->truncation() = config_.truncation;
+      inner_->set_truncation(config_.truncation);
       inner_->build_graph(circuit, seed, only_rotate_len_k);
       generation_ = inner_->generation();
     });
@@ -74,27 +74,19 @@ class CountingPropagator final : public MonomialPropagator {
   void continue_graph(const monoprop::CircuitSpec& circuit, const std::optional<std::vector<double>>& seed,
                       std::optional<int> only_rotate_len_k) override {
     guarded("build_graph", [&] {
-      inner_->truncation() = config_.truncation;
+      inner_->set_truncation(config_.truncation);
       inner_->continue_graph(circuit, seed, only_rotate_len_k);
       generation_ = inner_->generation();
     });
   }
 
-  double expectation_value(const std::vector<double>& parameters, double pare = 0.0,
-                           const std::vector<std::int32_t>* mapping = nullptr) const override {
-    return guarded("evaluate", [&] {
-      const double value = inner_->expectation_value(parameters, pare, mapping);
-      ++values_;
-      return value;
-    });
-  }
-  double expectation_value_and_gradient(const std::vector<double>& parameters, std::vector<double>& gradient,
-                                        double pare = 0.0,
-                                        const std::vector<std::int32_t>* mapping = nullptr) const override {
-    return guarded("evaluate", [&] {
-      const double value = inner_->expectation_value_and_gradient(parameters, gradient, pare, mapping);
-      ++gradients_;
-      return value;
+  // Every evaluation, one point or a batch, with or without gradients and
+  // error bars, comes through this one member.
+  void evaluate(const monoprop::Points& points, const monoprop::EvaluationRequest& request,
+                const monoprop::EvaluationResults& results) const override {
+    guarded("evaluate", [&] {
+      inner_->evaluate(points, request, results);
+      (request.gradient ? gradients_ : values_) += points.count;
     });
   }
   std::vector<double> contract(const std::vector<double>& parameters, bool inplace) override {
@@ -135,17 +127,6 @@ class CountingPropagator final : public MonomialPropagator {
   std::uint64_t memory_budget() const override { return check_valid(), inner_->memory_budget(); }
   std::vector<std::pair<std::size_t, double>> memory_truncations() const override {
     return check_valid(), inner_->memory_truncations();
-  }
-  ValueWithError expectation_value_with_error(const std::vector<double>& parameters, double pare = 0.0,
-                                              const std::vector<std::int32_t>* mapping = nullptr) const override {
-    return guarded("evaluate", [&] { return inner_->expectation_value_with_error(parameters, pare, mapping); });
-  }
-  ValueWithError expectation_value_and_gradient_with_error(
-      const std::vector<double>& parameters, std::vector<double>& gradient, double pare = 0.0,
-      const std::vector<std::int32_t>* mapping = nullptr) const override {
-    return guarded("evaluate", [&] {
-      return inner_->expectation_value_and_gradient_with_error(parameters, gradient, pare, mapping);
-    });
   }
   monoprop::SavedState save_state() const override { return check_valid(), inner_->save_state(); }
 
