@@ -17,8 +17,6 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from .arguments import ParameterValues, parameter_vector
 from .exceptions import StaleFunctionalError
 from .points import parameter_points

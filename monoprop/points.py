@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-
 __all__ = ["parameter_points"]
 
 

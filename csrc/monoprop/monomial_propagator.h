@@ -196,7 +196,7 @@ class MonomialPropagator {
   // Replays the graph at K points (evaluation.h): each point's value and, as
   // `request` asks, its gradient and truncation error (a bound, and an
   // estimate: what propagate dropped plus the branches the replay at that
-  // point drops, reduced over the ranks; propagator_replay.h), into
+  // point drops, reduced over the ranks; propagator_evaluate.h), into
   // `results`. Each point's results are bitwise those of the point alone,
   // for a fixed thread count. NaN or infinite angles, a row of the wrong
   // length and a bad pare are refused before anything is replayed.

@@ -1,5 +1,14 @@
 // The engine: MonomialPropagator for one algebra and one key width.
 //
+// This file is the class body, which declares every member of the engine
+// (hence its length, past 600 lines); the members are defined by concern in
+// the files it includes at its end: setup and checks (propagator_setup.h),
+// terms (propagator_terms.h), a layer's phases (layer_*.h), builds
+// (propagator_build.h), replays (propagator_replay_view.h,
+// propagator_replay.h), evaluations (propagator_evaluate.h,
+// propagator_points.h), read-out (propagator_readout.h), save and load
+// (propagator_save.h, propagator_restore.h).
+//
 // The operator is split into T shards (T = num_threads()), shard t owning the
 // monomials whose splitmix hash maps to t. Every operation runs one OpenMP
 // team of T threads, thread t working shard t (team.h; small replays run on
@@ -59,7 +68,7 @@ class Propagator final : public MonomialPropagator {
   using Frame = CliffordFrame<Algebra, W>;
 
   Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis);
-  // The propagator `state` describes (propagator_state.h); `config` carries
+  // The propagator `state` describes (propagator_restore.h); `config` carries
   // its settings and T.
   Propagator(Config config, BasisChange basis_change, int logical_num_modes, Family basis, const SavedState& state);
 
@@ -467,7 +476,7 @@ class Propagator final : public MonomialPropagator {
   void truncate_to(const std::vector<std::size_t>& sizes);
   void rollback(const std::vector<std::size_t>& sizes, std::vector<Column<double>> saved);
 
-  // Replays (propagator_replay.h).
+  // Replays (propagator_replay_view.h, propagator_replay.h, propagator_evaluate.h).
   // The slots a replay's threads own, their graphs and tapes: the shards',
   // or the blocks of a layout (replay_layout.h).
   struct ReplayView {
@@ -508,9 +517,9 @@ class Propagator final : public MonomialPropagator {
                       Dropped* total) const;
   // The factor a dropped state term's weight carries in the value: 1
   // (Heisenberg), or the sum of |h| over the observable's non-identity terms
-  // (Schrodinger; propagator_replay.h).
+  // (Schrodinger; propagator_evaluate.h).
   double error_scale() const;
-  // A value with its bound and estimate from what the replay dropped (propagator_replay.h).
+  // A value with its bound and estimate from what the replay dropped (propagator_evaluate.h).
   ValueWithError with_error(double value, const Dropped& total) const;
   // What the running propagate (or seeded build) has dropped so far on this
   // rank: raw weights (the lit branches', and every branch's as the plain
@@ -636,8 +645,13 @@ class Propagator final : public MonomialPropagator {
 #include "layer_scan.h"
 #include "layer_step.h"
 #include "propagator_build.h"
+#include "propagator_evaluate.h"
 #include "propagator_points.h"
+#include "propagator_readout.h"
 #include "propagator_replay.h"
+#include "propagator_replay_view.h"
+#include "propagator_save.h"
 #include "propagator_setup.h"
-#include "propagator_state.h"
 #include "propagator_terms.h"
+// After propagator_save.h: a load makes its checks of a saved layer.
+#include "propagator_restore.h"

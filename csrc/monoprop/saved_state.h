@@ -1,5 +1,5 @@
 // A propagator as named, typed, flat arrays: what a save writes and a load
-// reads. The core fills and reads one of these (propagator_state.h); putting
+// reads. The core fills and reads one of these (propagator_save.h); putting
 // it on disk is the caller's business (the Python package writes each array
 // as a .npy file). A load trusts nothing: `get` checks each array's type and
 // shape and throws ArgumentError naming the array.
