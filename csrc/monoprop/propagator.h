@@ -47,6 +47,7 @@
 #include "reach.h"
 #include "remote.h"
 #include "replay.h"
+#include "replay_cache.h"
 #include "replay_lanes.h"
 #include "replay_layout.h"
 #include "rotation.h"
@@ -124,8 +125,8 @@ class Propagator final : public MonomialPropagator {
   MemoryUsage memory() const override;
   std::size_t replay_blocks() const override {
     check_valid();
-    if (replay_layout()) return layout_.blocks();
-    return rank_layout_.empty() ? 0 : static_cast<std::size_t>(routing_.ranks());
+    if (replay_layout()) return replay_.layout.blocks();
+    return replay_.rank_layout.empty() ? 0 : static_cast<std::size_t>(routing_.ranks());
   }
   std::uint64_t memory_budget() const override { return budget_.limit(); }
   std::vector<std::pair<std::size_t, double>> memory_truncations() const override { return truncations_; }
@@ -246,7 +247,7 @@ class Propagator final : public MonomialPropagator {
     explicit Shard(int slots) : keys(slots, Algebra::kParityColumn) {}
     Keys keys;
     Column<double> base;  // coefficients a replay starts from
-    // In application order, aligned with layers_. While laid out (layout_)
+    // In application order, aligned with layers_. While laid out (a layout of replay_)
     // its layers keep their sections and the layout holds their bytes.
     mutable Graph graph;
     std::size_t n_base = 0;  // terms held when the graph was empty
@@ -280,14 +281,6 @@ class Propagator final : public MonomialPropagator {
     std::vector<std::uint64_t> birth_hashes;     // of their partners, then of those other ranks asked for
     std::vector<std::vector<Query>> remote_out;  // by owner rank
     std::size_t born = 0;
-    // Replay buffers, kept across calls: a VQE loop replays thousands of
-    // times and fresh pages would cost more than the sweep.
-    mutable Column<double> c, state;
-    mutable ReplayTape tape;                                        // what a forward sweep keeps for the reverse one
-    mutable std::vector<std::pair<std::uint32_t, double>> weights;  // nonzero weights of the value
-    mutable bool weights_stale = true;
-    mutable Column<std::uint16_t> lengths;  // for mp_op()
-
     // What only a build or propagation uses, given back when it ends.
     void release_scratch() {
       work.release();
@@ -489,12 +482,6 @@ class Propagator final : public MonomialPropagator {
     const std::vector<RemoteLayer>* remote = nullptr;  // the entries that span two ranks, by layer
     std::size_t remote_entries = 0;
   };
-  // A block of a laid-out replay: what a shard keeps for replays, for the block's slots.
-  struct Block {
-    Column<double> c, state;
-    ReplayTape tape;
-    std::vector<std::pair<std::uint32_t, double>> weights;
-  };
   bool small_replay() const;
   const ReplayLayout* replay_layout() const;
   // With `ranked`, the rank layout where there is one (values and gradients;
@@ -600,24 +587,10 @@ class Propagator final : public MonomialPropagator {
   std::size_t entries_ = 0;          // graph entries on this rank, over all shards
   Exchange exchange_;                // scratch of the layer being built, by peer rank
   RemoteLayer remote_scratch_;
-  std::vector<double> remote_values_;                 // scratch of a rotation in a build
-  mutable std::vector<double> ours_, theirs_, swap_;  // replay exchange buffers
-  mutable std::vector<Column<double>> handover_;      // [o * T + s]: shard o's part toward shard s
-  // A batch's buffers and tapes, by thread, then by shard (or block): kept
-  // across calls, as the shards keep theirs.
-  struct Lanes {
-    std::vector<Column<double>> c, prefix;
-    std::vector<LaneTape> tapes;
-  };
-  mutable std::vector<Lanes> lanes_;
-  mutable FlatGraph flat_;  // a small graph spelled out, of generation flat_generation_
-  mutable std::uint64_t flat_generation_ = 0;
-  mutable int flat_view_ = 0;    // spelled out from the shards' graph (0), the layout's blocks (1), the rank layout (2)
-  mutable ReplayLayout layout_;  // of generation layout_generation_, if one pays
-  mutable std::optional<std::uint64_t> layout_generation_;
-  mutable LayoutUse layout_made_for_ = LayoutUse::paying;  // layout_use_ when layout_ was made
-  mutable std::vector<Block> blocks_;                      // by block of layout_, or by shard of rank_layout_
-  mutable RankLayout rank_layout_;                         // of generation layout_generation_, if one pays
+  std::vector<double> remote_values_;  // scratch of a rotation in a build
+  // What replays keep from call to call, the layouts of the graph among it
+  // (replay_cache.h): evaluations are const and fill it.
+  mutable ReplayCache replay_;
   mutable bool routing_reported_ = false;
   double core_ = 0.0;              // Heisenberg identity term, kept apart
   double observable_norm_ = 0.0;   // Heisenberg: the sum of |h| over the operand's other terms where it started

@@ -327,10 +327,8 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
     held_.forget_reach();                // these layers come after what the operand dropped before
     held_ += dropped_in_call();
     if (k) unbounded_ = true;
-    for (Shard& shard : shards_) {
-      shard.n_base = shard.keys.size();
-      shard.weights_stale = true;
-    }
+    for (Shard& shard : shards_) shard.n_base = shard.keys.size();
+    replay_.stale_weights();
     release_scratch();
     ++generation_;
   });
@@ -479,7 +477,7 @@ void Propagator<A, W, I>::adopt_graph(const CircuitSpec& circuit, CircuitPlan& p
       shard.graph.push_back(std::move(layer));
     }
     shard.base.resize(shard.keys.size(), 0.0);
-    shard.weights_stale = true;
+    replay_.shards[s].weights_stale = true;
   }
   for (RemoteLayer& layer : added_remote) {
     layer.offset = remote_entries_;

@@ -39,7 +39,7 @@ void Propagator<A, W, I>::evaluate_batch(const Points& points, const EvaluationR
     const int lanes = point_lanes(count, gradient, shared, view);
     if (lanes == 0) return false;
     const int T = threads();
-    lanes_.resize(static_cast<std::size_t>(T));
+    replay_.lanes.resize(static_cast<std::size_t>(T));
     // Every thread reads every shard's weights: made here, before they share them.
     for (std::size_t s = 0; s < shards_.size(); ++s) weights(static_cast<int>(s), view);
     std::vector<std::vector<std::uint32_t>> touched;
@@ -172,7 +172,7 @@ void Propagator<A, W, I>::evaluate_lanes(int t, const ReplayView& view, int lane
                                          std::size_t lo, std::size_t hi, std::size_t width, bool gradient,
                                          const std::int32_t* lp, double* values, double* gradients) const {
   const std::size_t S = shards_.size(), L = layers_.size();
-  Lanes& mine = lanes_[static_cast<std::size_t>(t)];
+  ReplayCache::Lanes& mine = replay_.lanes[static_cast<std::size_t>(t)];
   mine.c.resize(S);
   mine.tapes.resize(S);
   std::vector<double*> c(S);

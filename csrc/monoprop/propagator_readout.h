@@ -15,14 +15,16 @@ std::vector<double> Propagator<A, W, I>::contract(const std::vector<double>& par
     // The shards' blocks in ascending shard order, each the coefficient of
     // the term its held key stands for.
     std::vector<double> out;
-    for (const Shard& shard : shards_)
-      for (std::size_t i = 0; i < shard.c.size(); ++i)
-        out.push_back(frame_.forward(shard.keys.key(i)).sign * shard.c[i]);
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+      const Column<double>& c = replay_.shards[s].c;
+      for (std::size_t i = 0; i < c.size(); ++i) out.push_back(frame_.forward(shards_[s].keys.key(i)).sign * c[i]);
+    }
     if (!inplace) return out;
     maybe_fault("contract");
     drop_layout();  // of the graph being folded
-    for (Shard& shard : shards_) {
-      shard.base = shard.c;
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+      Shard& shard = shards_[s];
+      shard.base = replay_.shards[s].c;
       shard.graph.clear();
       shard.n_base = shard.keys.size();
     }
@@ -58,19 +60,22 @@ TermList Propagator<A, W, I>::evolved_terms(const std::vector<double>& parameter
   if (!schrodinger()) {
     const Key none{};
     if (held_here(none)) {
-      const Shard& shard = shards_[static_cast<std::size_t>(owner(none.hash()))];
-      if (const auto slot = shard.keys.find(none); slot != Keys::kEmpty) identity = shard.c[slot];
+      const auto s = static_cast<std::size_t>(owner(none.hash()));
+      if (const auto slot = shards_[s].keys.find(none); slot != Keys::kEmpty) identity = replay_.shards[s].c[slot];
     }
     config_.comm.sum(&identity, 1);
     identity += core_;
   }
   if (!schrodinger() && rank_ == 0 && (atol == 0.0 || std::abs(identity) >= atol)) emit(Key{}, identity);
-  for (const Shard& shard : shards_)  // each shard decoded with its own index
-    for (std::size_t i = 0; i < shard.c.size(); ++i)
-      if ((atol == 0.0 || std::abs(shard.c[i]) >= atol) && (schrodinger() || !shard.keys.key(i).is_identity())) {
+  for (std::size_t s = 0; s < shards_.size(); ++s) {  // each shard decoded with its own index
+    const Shard& shard = shards_[s];
+    const Column<double>& c = replay_.shards[s].c;
+    for (std::size_t i = 0; i < c.size(); ++i)
+      if ((atol == 0.0 || std::abs(c[i]) >= atol) && (schrodinger() || !shard.keys.key(i).is_identity())) {
         const auto [key, sign] = frame_.forward(shard.keys.key(i));
-        emit(key, sign * shard.c[i]);
+        emit(key, sign * c[i]);
       }
+  }
   return out;
 }
 
@@ -92,9 +97,9 @@ std::vector<double> Propagator<A, W, I>::coefficients_of(const std::vector<Term>
       out.push_back(core);
       continue;
     }
-    const Shard& shard = shards_[static_cast<std::size_t>(owner(key.hash()))];
-    const auto slot = shard.keys.find(key);
-    out.push_back(core + (slot == Keys::kEmpty ? 0.0 : sign * shard.c[slot]));
+    const auto s = static_cast<std::size_t>(owner(key.hash()));
+    const auto slot = shards_[s].keys.find(key);
+    out.push_back(core + (slot == Keys::kEmpty ? 0.0 : sign * replay_.shards[s].c[slot]));
   }
   config_.comm.sum(out.data(), out.size());
   return out;

@@ -23,9 +23,9 @@ void Propagator<A, W, I>::replay(int t, Team& team, const ReplayView& view, doub
   if (t == 0) {
     maybe_fault("evaluate");
     // Both sides' inputs of every remote entry: the remote part of the tape.
-    ours_.resize(view.remote_entries);
-    theirs_.resize(view.remote_entries);
-    handover_.resize(shards_.size() * shards_.size());
+    replay_.ours.resize(view.remote_entries);
+    replay_.theirs.resize(view.remote_entries);
+    replay_.handover.resize(shards_.size() * shards_.size());
   }
   team.each(t, [&](int s) { view.tapes[s]->begin(view.sizes[s], reverse); });
   team.sync(t);  // every buffer is in place before cross entries reach into it
@@ -46,7 +46,8 @@ void Propagator<A, W, I>::replay(int t, Team& team, const ReplayView& view, doub
     // Remote entries rotate, dropping nothing (a pared one is not counted: the
     // bound refuses pare on more than one rank).
     if (const RemoteLayer& remote = (*view.remote)[l]; !remote.empty())
-      remote_step(t, team, remote, cs, sn, c, 1, ours_.data() + remote.offset, theirs_.data() + remote.offset, pare);
+      remote_step(t, team, remote, cs, sn, c, 1, replay_.ours.data() + remote.offset,
+                  replay_.theirs.data() + remote.offset, pare);
     if (handed || !view.layout) team.sync(t);
     if (handed) take_back_layer(t, team, view, l, c, 1, l + 1 < layers_.size() && !(*view.remote)[l + 1].empty());
     interrupts_.poll(t == 0, layer_work(l));
@@ -55,7 +56,7 @@ void Propagator<A, W, I>::replay(int t, Team& team, const ReplayView& view, doub
 
 // Whether layer l goes through handover buffers (replay.h): in a team
 // replay, when some shard's part of it reaches into another shard. Then the
-// owner of each shard s fills handover_[o * T + s] from its buffer for every
+// owner of each shard s fills replay_.handover[o * T + s] from its buffer for every
 // other shard o, and the team meets, so that the rotations read them.
 template <typename A, int W, typename I>
 bool Propagator<A, W, I>::hand_over_layer(int t, Team& team, const ReplayView& view, std::size_t l, double* const* c,
@@ -74,7 +75,7 @@ bool Propagator<A, W, I>::hand_over_layer(int t, Team& team, const ReplayView& v
       const ShardLayer& layer = (*view.graphs[o])[l];
       const std::size_t n = stride * handover_size(layer, s);
       if (n == 0) continue;
-      Column<double>& buffer = handover_[o * T + static_cast<std::size_t>(s)];
+      Column<double>& buffer = replay_.handover[o * T + static_cast<std::size_t>(s)];
       if (buffer.size() < n) buffer.resize(n);
       hand_over(layer, s, c[s], stride, buffer.data());
     }
@@ -95,7 +96,7 @@ void Propagator<A, W, I>::take_back_layer(int t, Team& team, const ReplayView& v
   team.each(t, [&](int s) {
     for (std::size_t o = 0; o < T; ++o)
       if (o != static_cast<std::size_t>(s))
-        take_back((*view.graphs[o])[l], s, c[s], stride, handover_[o * T + static_cast<std::size_t>(s)].data());
+        take_back((*view.graphs[o])[l], s, c[s], stride, replay_.handover[o * T + static_cast<std::size_t>(s)].data());
   });
   if (remote_next) team.sync(t);
 }
@@ -106,7 +107,7 @@ template <typename A, int W, typename I>
 double* const* Propagator<A, W, I>::handover_row(int s, std::vector<double*>& via) const {
   const auto T = shards_.size();
   for (std::size_t o = 0; o < T; ++o)
-    via[o] = o == static_cast<std::size_t>(s) ? nullptr : handover_[static_cast<std::size_t>(s) * T + o].data();
+    via[o] = o == static_cast<std::size_t>(s) ? nullptr : replay_.handover[static_cast<std::size_t>(s) * T + o].data();
   return via.data();
 }
 
@@ -137,13 +138,14 @@ void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters, Drop
     replay(t, team, view, c.data(), parameters.data(), 0.0, nullptr, false, dropped);
     if (!view.layout) return;
     team.each(t, [&](int s) {
-      const Shard& me = shards_[static_cast<std::size_t>(s)];
-      me.c.reserve_huge(me.base.size());
-      me.c.resize(me.base.size());
+      const std::size_t n = shards_[static_cast<std::size_t>(s)].base.size();
+      Column<double>& c = replay_.shards[static_cast<std::size_t>(s)].c;
+      c.reserve_huge(n);
+      c.resize(n);
     });
     team.sync(t);
     std::vector<double*> into;
-    for (const Shard& shard : shards_) into.push_back(shard.c.data());
+    for (ReplayCache::Shard& shard : replay_.shards) into.push_back(shard.c.data());
     team.each(t, [&](int b) {
       view.layout->scatter(static_cast<std::size_t>(b), view.values[static_cast<std::size_t>(b)]->data(), into.data());
     });
@@ -175,7 +177,7 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, const ReplayView& view,
   if (t == 0) {
     std::size_t widest = 0;
     for (const RemoteLayer& remote : *view.remote) widest = std::max(widest, remote.entries);
-    swap_.resize(2 * widest);
+    replay_.swap.resize(2 * widest);
   }
   team.each(t, [&](int s) {
     ReplayTape& tape = *view.tapes[s];
@@ -203,8 +205,8 @@ void Propagator<A, W, I>::replay_back(int t, Team& team, const ReplayView& view,
     if (const RemoteLayer& remote = (*view.remote)[l]; !remote.empty()) {
       std::vector<double*> at(shards_.size());
       for (std::size_t s = 0; s < shards_.size(); ++s) at[s] = &dphi[s][l];
-      remote_step_back(t, team, remote, turn, state, ours_.data() + remote.offset, theirs_.data() + remote.offset,
-                       swap_.data(), pare, at.data());
+      remote_step_back(t, team, remote, turn, state, replay_.ours.data() + remote.offset,
+                       replay_.theirs.data() + remote.offset, replay_.swap.data(), pare, at.data());
     }
     if (handed || !view.layout) team.sync(t);
     if (handed) take_back_layer(t, team, view, l, state, 2, l > 0 && !(*view.remote)[l - 1].empty());

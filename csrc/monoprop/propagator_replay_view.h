@@ -21,10 +21,10 @@ bool Propagator<A, W, I>::small_replay() const {
 // rank_layout.h), and where no split pays.
 template <typename A, int W, typename I>
 const ReplayLayout* Propagator<A, W, I>::replay_layout() const {
-  if (layout_generation_ != generation_ || layout_made_for_ != layout_use_) {
+  if (replay_.layout_generation != generation_ || replay_.layout_made_for != layout_use_) {
     take_graph_back();
-    layout_generation_ = generation_;
-    layout_made_for_ = layout_use_;
+    replay_.layout_generation = generation_;
+    replay_.layout_made_for = layout_use_;
     if (layers_.empty() || layout_use_ == LayoutUse::never) return nullptr;
     if (routing_.ranks() > 1) {
       lay_out_ranks();
@@ -33,14 +33,16 @@ const ReplayLayout* Propagator<A, W, I>::replay_layout() const {
     if (threads() == 1) return nullptr;
     std::vector<Graph*> graphs;
     for (const Shard& shard : shards_) graphs.push_back(&shard.graph);
-    if (!layout_.assign(graphs, layout_keys(), W, 2 * config_.num_modes, threads(), layout_use_ == LayoutUse::always))
+    if (!replay_.layout.assign(graphs, layout_keys(), W, 2 * config_.num_modes, threads(),
+                               layout_use_ == LayoutUse::always))
       return nullptr;
     std::vector<const ReplayLayout::List*> weights_by_shard;
     for (std::size_t s = 0; s < shards_.size(); ++s) weights_by_shard.push_back(&weights(static_cast<int>(s)));
-    blocks_.resize(layout_.blocks());
-    for (std::size_t b = 0; b < blocks_.size(); ++b) blocks_[b].weights = layout_.select(b, weights_by_shard);
+    replay_.blocks.resize(replay_.layout.blocks());
+    for (std::size_t b = 0; b < replay_.blocks.size(); ++b)
+      replay_.blocks[b].weights = replay_.layout.select(b, weights_by_shard);
   }
-  return layout_.empty() ? nullptr : &layout_;
+  return replay_.layout.empty() ? nullptr : &replay_.layout;
 }
 
 // Collective: every rank's replay_layout() comes here for the same graph.
@@ -67,19 +69,19 @@ void Propagator<A, W, I>::lay_out_ranks() const {
   std::uint64_t refused = budget.grant(bytes + bytes / 2) ? 0 : 1;
   config_.comm.max(&refused, 1);
   if (refused) return;
-  if (rank_layout_.assign(config_.comm, graphs, remote_, layout_keys(), W, 2 * config_.num_modes, bases, lists,
-                          layout_use_ == LayoutUse::always))
-    blocks_.resize(shards_.size());
+  if (replay_.rank_layout.assign(config_.comm, graphs, remote_, layout_keys(), W, 2 * config_.num_modes, bases, lists,
+                                 layout_use_ == LayoutUse::always))
+    replay_.blocks.resize(shards_.size());
 }
 
 // Gives the graph back to the shards (an operation other than a replay is
 // about to read or extend it) and drops the layout.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::take_graph_back() const {
-  if (!layout_.empty()) {
+  if (!replay_.layout.empty()) {
     std::vector<Graph*> graphs;
     for (const Shard& shard : shards_) graphs.push_back(&shard.graph);
-    layout_.restore(graphs, layout_keys(), W);
+    replay_.layout.restore(graphs, layout_keys(), W);
   }
   drop_layout();
 }
@@ -88,10 +90,10 @@ void Propagator<A, W, I>::take_graph_back() const {
 // it, a contraction folds it).
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::drop_layout() const {
-  layout_.clear();
-  rank_layout_.clear();
-  blocks_.clear();
-  layout_generation_.reset();
+  replay_.layout.clear();
+  replay_.rank_layout.clear();
+  replay_.blocks.clear();
+  replay_.layout_generation.reset();
 }
 
 template <typename A, int W, typename I>
@@ -106,17 +108,18 @@ template <typename A, int W, typename I>
 auto Propagator<A, W, I>::replay_view(const ReplayLayout* layout, bool ranked) const -> ReplayView {
   ReplayView view;
   view.layout = layout;
-  view.ranked = ranked && !layout && !rank_layout_.empty();
-  view.remote = view.ranked ? &rank_layout_.remote() : &remote_;
-  view.remote_entries = view.ranked ? rank_layout_.remote_entries() : remote_entries_;
+  view.ranked = ranked && !layout && !replay_.rank_layout.empty();
+  view.remote = view.ranked ? &replay_.rank_layout.remote() : &remote_;
+  view.remote_entries = view.ranked ? replay_.rank_layout.remote_entries() : remote_entries_;
   for (std::size_t s = 0; s < shards_.size(); ++s) {
     const Shard& shard = shards_[s];
-    Block* block = layout || view.ranked ? &blocks_[s] : nullptr;
-    view.graphs.push_back(layout ? &layout->graph(s) : view.ranked ? &rank_layout_.graph(s) : &shard.graph);
-    view.tapes.push_back(block ? &block->tape : &shard.tape);
-    view.values.push_back(block ? &block->c : &shard.c);
-    view.states.push_back(block ? &block->state : &shard.state);
-    view.sizes.push_back(layout ? layout->size(s) : view.ranked ? rank_layout_.size(s) : shard.base.size());
+    ReplayCache::Buffers* block = layout || view.ranked ? &replay_.blocks[s] : nullptr;
+    view.graphs.push_back(layout ? &layout->graph(s) : view.ranked ? &replay_.rank_layout.graph(s) : &shard.graph);
+    ReplayCache::Buffers& own = replay_.shards[s];
+    view.tapes.push_back(block ? &block->tape : &own.tape);
+    view.values.push_back(block ? &block->c : &own.c);
+    view.states.push_back(block ? &block->state : &own.state);
+    view.sizes.push_back(layout ? layout->size(s) : view.ranked ? replay_.rank_layout.size(s) : shard.base.size());
   }
   return view;
 }
@@ -130,7 +133,7 @@ double* Propagator<A, W, I>::replay_start(int s, const ReplayView& view, bool gr
   Column<double>& buffer = *(gradient ? view.states : view.values)[k];
   buffer.reserve_huge(gradient ? 2 * view.sizes[k] : view.sizes[k]);
   if (view.ranked) {
-    const std::vector<double>& base = rank_layout_.base(k);
+    const std::vector<double>& base = replay_.rank_layout.base(k);
     buffer.resize(base.size());
     std::copy(base.begin(), base.end(), buffer.data());
     return buffer.data();
@@ -153,15 +156,15 @@ double* Propagator<A, W, I>::replay_start(int s, const ReplayView& view, bool gr
 template <typename A, int W, typename I>
 const FlatGraph* Propagator<A, W, I>::flat_graph(const Team& team, double pare, const ReplayView& view) const {
   const int which = view.layout ? 1 : view.ranked ? 2 : 0;
-  if (flat_generation_ != generation_ || flat_view_ != which) {
-    flat_.clear();
-    flat_generation_ = generation_;
-    flat_view_ = which;
+  if (replay_.flat_generation != generation_ || replay_.flat_view != which) {
+    replay_.flat.clear();
+    replay_.flat_generation = generation_;
+    replay_.flat_view = which;
   }
   if (team.size() != 1 || pare > 0.0 || view.remote_entries > 0 || entries_ > (std::size_t{1} << 18) || !small_replay())
     return nullptr;
-  if (flat_.empty()) flat_.assign(view.graphs);
-  return &flat_;
+  if (replay_.flat.empty()) replay_.flat.assign(view.graphs);
+  return &replay_.flat;
 }
 
 // The nonzero weights of the value f = sum_i w_i c_i, ascending: the
@@ -170,8 +173,9 @@ const FlatGraph* Propagator<A, W, I>::flat_graph(const Team& team, double pare, 
 template <typename A, int W, typename I>
 const std::vector<std::pair<std::uint32_t, double>>& Propagator<A, W, I>::weights(int s) const {
   const Shard& me = shards_[static_cast<std::size_t>(s)];
-  if (!me.weights_stale) return me.weights;
-  me.weights.clear();
+  ReplayCache::Shard& cached = replay_.shards[static_cast<std::size_t>(s)];
+  if (!cached.weights_stale) return cached.weights;
+  cached.weights.clear();
   for (std::size_t i = 0; i < me.keys.size(); ++i) {
     // Most terms weigh nothing, and only those that weigh something pay for
     // the sign of the term they stand for (clifford_frame.h).
@@ -184,17 +188,17 @@ const std::vector<std::pair<std::uint32_t, double>>& Propagator<A, W, I>::weight
       w = A::reference_overlap(frame_.image(held), occupied_);
     }
     if (w != 0.0) w *= frame_.forward(held).sign;
-    if (w != 0.0) me.weights.emplace_back(static_cast<std::uint32_t>(i), w);
+    if (w != 0.0) cached.weights.emplace_back(static_cast<std::uint32_t>(i), w);
   }
-  me.weights_stale = false;
-  return me.weights;
+  cached.weights_stale = false;
+  return cached.weights;
 }
 
 // Shard s's weights, or block s's in a laid-out view.
 template <typename A, int W, typename I>
 const std::vector<std::pair<std::uint32_t, double>>& Propagator<A, W, I>::weights(int s, const ReplayView& view) const {
-  if (view.ranked) return rank_layout_.weights(static_cast<std::size_t>(s));
-  return view.layout ? blocks_[static_cast<std::size_t>(s)].weights : weights(s);
+  if (view.ranked) return replay_.rank_layout.weights(static_cast<std::size_t>(s));
+  return view.layout ? replay_.blocks[static_cast<std::size_t>(s)].weights : weights(s);
 }
 
 template <typename A, int W, typename I>

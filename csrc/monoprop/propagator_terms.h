@@ -16,7 +16,7 @@ std::size_t Propagator<A, W, I>::apply_initial_operator_(const std::vector<Term>
     for (const auto& [key, h] : keyed) accumulate(keys, coefficients, key, h);
     observable_keys_ = std::move(keys);
     observable_coefficients_ = std::move(coefficients);
-    for (Shard& shard : shards_) shard.weights_stale = true;
+    replay_.stale_weights();
     // Dark branches were those that could not reach the old observable (reach.h).
     for (LayerInfo& layer : layers_) layer.stale = true;
     held_.forget_reach();
@@ -131,16 +131,12 @@ MemoryUsage Propagator<A, W, I>::memory() const {
     std::size_t queries = 0;
     for (const auto& out : shard.outbox) queries += out.capacity();
     for (const auto& out : shard.late) queries += out.capacity();
-    m.buffers += shard.c.bytes() + shard.state.bytes() + shard.work.bytes() + shard.tape.bytes() + shard.flags.bytes() +
-                 shard.weights.capacity() * sizeof(shard.weights[0]) + shard.quiet.bytes() + shard.quiet_late.bytes() +
+    m.buffers += shard.work.bytes() + shard.flags.bytes() + shard.quiet.bytes() + shard.quiet_late.bytes() +
                  queries * sizeof(Query);
   }
-  m.graph += layers_.capacity() * sizeof(LayerInfo) + flat_.memory() + layout_.memory() + rank_layout_.memory();
-  for (const Block& block : blocks_)
-    m.buffers += block.c.bytes() + block.state.bytes() + block.tape.bytes() +
-                 block.weights.capacity() * sizeof(block.weights[0]);
+  m.graph += layers_.capacity() * sizeof(LayerInfo) + replay_.graph_bytes();
   for (const RemoteLayer& layer : remote_) m.graph += layer.bytes();
-  m.buffers += (ours_.capacity() + theirs_.capacity() + swap_.capacity()) * sizeof(double);
+  m.buffers += replay_.buffer_bytes();
   m.buffers += observable_keys_.key_bytes() + observable_keys_.index_bytes();
   m.buffers += frame_.bytes() + start_frame_.bytes();
   return m;
@@ -153,14 +149,14 @@ OperatorView Propagator<A, W, I>::mp_op_() const {
         "mp_op() is not available after a Clifford gate: the store then holds the operator in the gates' frame, "
         "not as its terms. Use evolved_operator() for the terms.");
   const Shard& shard = shards_[0];
-  shard.lengths.resize(shard.keys.size());
-  for (std::size_t i = 0; i < shard.keys.size(); ++i)
-    shard.lengths[i] = static_cast<std::uint16_t>(shard.keys.length(i));
+  Column<std::uint16_t>& lengths = replay_.shards[0].lengths;
+  lengths.resize(shard.keys.size());
+  for (std::size_t i = 0; i < shard.keys.size(); ++i) lengths[i] = static_cast<std::uint16_t>(shard.keys.length(i));
   OperatorView view;
   view.words = W;
   view.size = shard.keys.size();
   view.keys = shard.keys.row(0);
-  view.lengths = shard.lengths.data();
+  view.lengths = lengths.data();
   view.coefficients = shard.base.data();
   return view;
 }
