@@ -1,5 +1,6 @@
-"""Builds and runs the C++ unit tests of the core (tests/cpp/core_tests.cpp): once plain,
-once under AddressSanitizer and UndefinedBehaviorSanitizer."""
+"""Builds and runs the C++ unit tests of the core (core_tests: each part's tests beside it
+as csrc/monoprop/<part>.test.cpp, run by tests/cpp/main.cpp): once plain, once under
+AddressSanitizer and UndefinedBehaviorSanitizer."""
 
 from __future__ import annotations
 
