@@ -66,6 +66,7 @@ std::vector<T> all_to_all(const mpi::Comm& comm, std::vector<std::vector<T>>& ou
       continue;
     }
     const std::size_t n = received[r].size() / sizeof(T);
+    if (n == 0) continue;  // memcpy from an empty message's null pointer is undefined, even of 0 bytes
     const std::size_t at = in.size();
     in.resize(at + n);
     std::memcpy(static_cast<void*>(in.data() + at), received[r].data(), n * sizeof(T));
