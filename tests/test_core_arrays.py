@@ -156,7 +156,7 @@ def test_the_engine_takes_the_structures_and_computes_what_the_propagator_does()
     prop.build_graph(circuit)
     raw = engine()
     raw.build_graph(prop._layer_arrays(circuit), [0.3, -0.4])
-    assert raw.expectation_value([0.3, -0.4]) == prop.expectation_value([0.3, -0.4])
+    assert raw.evaluate(np.array([0.3, -0.4]))[0][0] == prop.expectation_value([0.3, -0.4])
     wanted = TermArrays.from_keys([(0, 1), (3,)])
     np.testing.assert_array_equal(
         raw.coefficients_of(wanted, [0.3, -0.4]),
