@@ -21,18 +21,7 @@ def parameter_list(parameters: ParameterValues, name: str = "parameters") -> lis
     A NaN or infinite value is refused (``ValueError`` naming ``name``, the first bad index and
     its value).
     """
-    if parameters is None:
-        return []
-    if hasattr(parameters, "parameters") and hasattr(parameters, "resolved_mapping"):
-        parameters = parameters.parameters
-    if isinstance(parameters, np.ndarray):
-        if parameters.ndim != 1:
-            raise ValueError(
-                f"parameters must be a 1-D array; got shape {parameters.shape}. Pass a flat vector."
-            )
-        values = parameters.astype(np.float64)
-    else:
-        values = np.array([float(x) for x in parameters], dtype=np.float64)
+    values = parameter_vector(parameters)
     check_finite_array(values, name, fix=PARAMETER_FIX)
     return values.tolist()
 
