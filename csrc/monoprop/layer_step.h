@@ -59,7 +59,8 @@ void Propagator<A, W, I>::apply_layer(int t, Team& team, const LayerPlan& plan, 
     if (t == 0) remote_values_.resize(2 * remote->entries);
     team.sync(t);
     double* ours = remote_values_.data();
-    remote_step(t, team, *remote, plan.cs, plan.sn, c.data(), 1, ours, ours + remote->entries, 0.0);
+    remote_step(t, team, config_.comm, threads(), *remote, plan.cs, plan.sn, c.data(), ours, ours + remote->entries,
+                0.0);
   }
   team.each(t, [&](int s) {
     clear_flags(s);

@@ -328,7 +328,7 @@ class MonomialPropagator {
   virtual std::size_t replay_blocks() const { return 0; }
   // Test hook: the lanes of a batch's sweeps (1, 2, 4, 8 or 16) wherever a
   // batch can be replayed side by side, whatever the cache; 0, the default,
-  // lets the engine choose (propagator_points.h).
+  // lets the engine choose (replayer_batch.cpp).
   void set_point_lanes(int lanes) { point_lanes_ = lanes; }
 
  protected:

@@ -4,10 +4,9 @@
 // (hence its length, past 600 lines); the members are defined by concern in
 // the files it includes at its end: setup and checks (propagator_setup.h),
 // terms (propagator_terms.h), a layer's phases (layer_*.h), builds
-// (propagator_build.h), replays (propagator_replay_view.h,
-// propagator_replay.h), evaluations (propagator_evaluate.h,
-// propagator_points.h), read-out (propagator_readout.h), save and load
-// (propagator_save.h, propagator_restore.h).
+// (propagator_build.h), evaluations (propagator_evaluate.h, which hands
+// the replays to the replayer, replayer.h), read-out (propagator_readout.h),
+// save and load (propagator_save.h, propagator_restore.h).
 //
 // The operator is split into T shards (T = num_threads()), shard t owning the
 // monomials whose splitmix hash maps to t. Every operation runs one OpenMP
@@ -46,12 +45,13 @@
 #include "rank_layout.h"
 #include "reach.h"
 #include "remote.h"
+#include "remote_exchange.h"
 #include "replay.h"
-#include "replay_cache.h"
-#include "replay_lanes.h"
 #include "replay_layout.h"
+#include "replayer.h"
 #include "rotation.h"
 #include "routing.h"
+#include "snapshot.h"
 #include "store.h"
 #include "team.h"
 #include "term_flags.h"
@@ -125,8 +125,7 @@ class Propagator final : public MonomialPropagator {
   MemoryUsage memory() const override;
   std::size_t replay_blocks() const override {
     check_valid();
-    if (replay_layout()) return replay_.layout.blocks();
-    return replay_.rank_layout.empty() ? 0 : static_cast<std::size_t>(routing_.ranks());
+    return replayer_.blocks(replay_source());
   }
   std::uint64_t memory_budget() const override { return budget_.limit(); }
   std::vector<std::pair<std::size_t, double>> memory_truncations() const override { return truncations_; }
@@ -153,14 +152,8 @@ class Propagator final : public MonomialPropagator {
   void check_shards_fit() const;
   void restore(const SavedState& state);
   std::vector<Key> saved_keys(const SavedState& state, const std::string& name, const std::string& what) const;
-  // Where each saved term went: per saved shard and slot, (shard, slot) now.
-  using Moves = std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>>;
+  // The shards' terms and graphs (the graph's arrays are snapshot.h's).
   void restore_shards(const SavedState& state);
-  void restore_remote(const SavedState& state, const std::vector<std::size_t>& sizes, const Moves& moved);
-  void check_remote_peers() const;
-  Graph restore_graph(const SavedState& state, std::size_t s, const std::vector<std::size_t>& sizes) const;
-  void reshard_layer(const std::vector<Graph>& graphs, std::size_t l,
-                     const std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>>& moved);
 
   // What the owner of a partner found, for the shard that asked.
   enum class Answer : std::uint8_t {
@@ -247,7 +240,7 @@ class Propagator final : public MonomialPropagator {
     explicit Shard(int slots) : keys(slots, Algebra::kParityColumn) {}
     Keys keys;
     Column<double> base;  // coefficients a replay starts from
-    // In application order, aligned with layers_. While laid out (a layout of replay_)
+    // In application order, aligned with layers_. While laid out (a layout of replayer_)
     // its layers keep their sections and the layout holds their bytes.
     mutable Graph graph;
     std::size_t n_base = 0;  // terms held when the graph was empty
@@ -444,6 +437,9 @@ class Propagator final : public MonomialPropagator {
   void clear_flags(int s);
   // A found partner too long to rotate back (only_rotate_len_k): a half.
   // Every entry of a Transfer is a half: a keeps its coefficient (cs = 1).
+  // So a born partner makes a half only in a Transfer, which records no
+  // births: in a rotation every born partner is a birth, and the births of
+  // one part stay one run of consecutive slots, as their section records them.
   static bool half(const Query& q, const LayerPlan& plan) {
     return plan.transfer() || (q.answer != Answer::Born && plan.k && plan.truth(q.partner).length() > *plan.k);
   }
@@ -469,39 +465,19 @@ class Propagator final : public MonomialPropagator {
   void truncate_to(const std::vector<std::size_t>& sizes);
   void rollback(const std::vector<std::size_t>& sizes, std::vector<Column<double>> saved);
 
-  // Replays (propagator_replay_view.h, propagator_replay.h, propagator_evaluate.h).
-  // The slots a replay's threads own, their graphs and tapes: the shards',
-  // or the blocks of a layout (replay_layout.h).
-  struct ReplayView {
-    std::vector<const Graph*> graphs;
-    std::vector<ReplayTape*> tapes;
-    std::vector<Column<double>*> values, states;  // the buffers of a value's and a gradient's replays
-    std::vector<std::size_t> sizes;
-    const ReplayLayout* layout = nullptr;              // null: the shards
-    bool ranked = false;                               // the shards of the rank layout
-    const std::vector<RemoteLayer>* remote = nullptr;  // the entries that span two ranks, by layer
-    std::size_t remote_entries = 0;
-  };
-  bool small_replay() const;
-  const ReplayLayout* replay_layout() const;
-  // With `ranked`, the rank layout where there is one (values and gradients;
-  // a replay whose values the shards read needs their own graph).
-  ReplayView replay_view(const ReplayLayout* layout, bool ranked = false) const;
-  void lay_out_ranks() const;
-  double* replay_start(int s, const ReplayView& view, bool gradient) const;
-  const FlatGraph* flat_graph(const Team& team, double pare, const ReplayView& view) const;
-  std::size_t layer_work(std::size_t l) const;
-  void take_graph_back() const;
-  void drop_layout() const;
-  std::vector<ReplayLayout::Keys> layout_keys() const;
-  Turn layer_turn(std::size_t l, const double* theta, const std::int32_t* lp) const;
-  // `dropped` (one per shard, or null): a bounded replay (Dropped).
-  void replay(int t, Team& team, const ReplayView& view, double* const* c, const double* theta, double pare,
-              const std::int32_t* lp, bool reverse, Dropped* dropped = nullptr) const;
+  // Evaluations (propagator_evaluate.h) go through the replayer (replayer.h),
+  // which reads the graph as replay_source() lends it.
+  ReplaySource replay_source() const;
+  // Shard s's nonzero weights of the value, ascending (ReplaySource::weigh).
+  void weigh(std::size_t s, ReplaySource::Weights& out) const;
+  void take_graph_back() const { replayer_.take_graph_back(replay_source()); }
   void replay_all(const std::vector<double>& parameters, Dropped* dropped = nullptr) const;
   // The value and, with `total`, the bounded replay's sums.
   double replay_value(std::span<const double> parameters, double pare, const std::vector<std::int32_t>* mapping,
                       Dropped* total) const;
+  // The value and gradient (into `gradient`, n_parameters of them); with `total`, as replay_value.
+  double replay_gradient(std::span<const double> parameters, double* gradient, double pare,
+                         const std::vector<std::int32_t>* mapping, Dropped* total) const;
   // The factor a dropped state term's weight carries in the value: 1
   // (Heisenberg), or the sum of |h| over the observable's non-identity terms
   // (Schrodinger; propagator_evaluate.h).
@@ -513,49 +489,11 @@ class Propagator final : public MonomialPropagator {
   // sums), and dropped_so_far() in the value's units (progress reports).
   Dropped dropped_in_call() const;
   double dropped_so_far();
-  // The value and gradient (into `gradient`, n_parameters of them); with `total`, as replay_value.
-  double replay_gradient(std::span<const double> parameters, double* gradient, double pare,
-                         const std::vector<std::int32_t>* mapping, Dropped* total) const;
-  // A batch's points side by side (propagator_points.h), or one by one.
+  // A batch's points side by side (replayer_batch.cpp), or one by one.
   void evaluate_batch(const Points& points, const EvaluationRequest& request, const EvaluationResults& out) const;
   void evaluate_rows(const Points& points, const EvaluationRequest& request, const EvaluationResults& out) const;
   // Refuses a bound that cannot be had (only_rotate_len_k; pare on several ranks).
   void check_bounded(double pare) const;
-  double* spread_adjoint(int s, const ReplayView& view) const;
-  // Batches (propagator_points.h): the lanes a sweep takes (0: point by
-  // point), and one thread's points [lo, hi) in sweeps of that many lanes.
-  std::size_t shared_layers(const double* points, std::size_t count, std::size_t width, const std::int32_t* lp) const;
-  int point_lanes(std::size_t count, bool gradient, std::size_t shared, const ReplayView& view) const;
-  std::vector<std::vector<std::uint32_t>> touched_slots(const ReplayView& view, std::size_t from) const;
-  void evaluate_lanes(int t, const ReplayView& view, int lanes, std::size_t shared,
-                      const std::vector<std::vector<std::uint32_t>>& touched, const double* points, std::size_t lo,
-                      std::size_t hi, std::size_t width, bool gradient, const std::int32_t* lp, double* values,
-                      double* gradients) const;
-  // Handover of the entries that reach into another shard (replay.h).
-  bool hand_over_layer(int t, Team& team, const ReplayView& view, std::size_t l, double* const* c,
-                       std::size_t stride) const;
-  void take_back_layer(int t, Team& team, const ReplayView& view, std::size_t l, double* const* c, std::size_t stride,
-                       bool remote_next) const;
-  double* const* handover_row(int s, std::vector<double*>& via) const;
-  void replay_back(int t, Team& team, const ReplayView& view, double* const* state, const double* theta, double pare,
-                   const std::int32_t* lp, std::vector<std::vector<double>>& dphi) const;
-  double weighted_sum(int s, const ReplayView& view, const double* c) const;
-  const std::vector<std::pair<std::uint32_t, double>>& weights(int s) const;
-  const std::vector<std::pair<std::uint32_t, double>>& weights(int s, const ReplayView& view) const;
-  // A remote layer forward (exchanging inputs) and backwards (exchanging
-  // lambdas); `ours` and `theirs` hold both sides' inputs.
-  void remote_step(int t, Team& team, const RemoteLayer& layer, double cs, double sn, double* const* c,
-                   std::size_t stride, double* ours, double* theirs, double pare) const;
-  void swap_with_peers(int t, Team& team, const RemoteLayer& layer, const double* const* base, std::size_t stride,
-                       double* send, double* received) const;
-  void remote_step_back(int t, Team& team, const RemoteLayer& layer, const Turn& turn, double* const* state,
-                        const double* ours, const double* theirs, double* swap, double pare, double* const* dphi) const;
-
-  // Thread t's part [lo, hi) of n entries.
-  std::pair<std::size_t, std::size_t> chunk(int t, int size, std::size_t n) const {
-    const auto T = static_cast<std::size_t>(size);
-    return {n * static_cast<std::size_t>(t) / T, n * (static_cast<std::size_t>(t) + 1) / T};
-  }
 
   std::vector<Shard> shards_;
   std::vector<LayerInfo> layers_;  // the graph's layers, in application order
@@ -588,9 +526,8 @@ class Propagator final : public MonomialPropagator {
   Exchange exchange_;                // scratch of the layer being built, by peer rank
   RemoteLayer remote_scratch_;
   std::vector<double> remote_values_;  // scratch of a rotation in a build
-  // What replays keep from call to call, the layouts of the graph among it
-  // (replay_cache.h): evaluations are const and fill it.
-  mutable ReplayCache replay_;
+  // Replays, and what they keep from call to call (the layouts of the graph among it).
+  Replayer replayer_;
   mutable bool routing_reported_ = false;
   double core_ = 0.0;              // Heisenberg identity term, kept apart
   double observable_norm_ = 0.0;   // Heisenberg: the sum of |h| over the operand's other terms where it started
@@ -619,10 +556,7 @@ class Propagator final : public MonomialPropagator {
 #include "layer_step.h"
 #include "propagator_build.h"
 #include "propagator_evaluate.h"
-#include "propagator_points.h"
 #include "propagator_readout.h"
-#include "propagator_replay.h"
-#include "propagator_replay_view.h"
 #include "propagator_save.h"
 #include "propagator_setup.h"
 #include "propagator_terms.h"

@@ -328,7 +328,7 @@ void Propagator<A, W, I>::propagate(const CircuitSpec& circuit, const std::vecto
     held_ += dropped_in_call();
     if (k) unbounded_ = true;
     for (Shard& shard : shards_) shard.n_base = shard.keys.size();
-    replay_.stale_weights();
+    replayer_.stale_weights();
     release_scratch();
     ++generation_;
   });
@@ -397,7 +397,8 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
     const double before_graph = held_.plain_sum;
     open_budget(plan.steps.size(), plan.following, continuing ? budget_spent_ : before_graph);
     std::vector<double*> c(shards_.size());
-    const ReplayView shard_view = replay_view(nullptr);  // the seed's values by shard, for the build
+    if (seed) maybe_fault("evaluate");
+    const ReplaySource source = replay_source();  // the seed's values by shard, for the build
     try {
       Team::run(threads(), false, [&](int t, Team& team) {
         // With a seed, the operand at the seed steers truncation.
@@ -408,7 +409,7 @@ void Propagator<A, W, I>::build(const CircuitSpec& circuit, const std::optional<
             c[static_cast<std::size_t>(s)] = me.work.data();
           });
           team.sync(t);
-          replay(t, team, shard_view, c.data(), old_theta.data(), 0.0, nullptr, false);
+          replayer_.sweep_shards(t, team, source, c.data(), old_theta.data());
         }
         apply_circuit(t, team, plan, seed ? &*seed : nullptr, new_shift, seed ? values.data() : nullptr, &added,
                       &added_remote, k);
@@ -477,7 +478,7 @@ void Propagator<A, W, I>::adopt_graph(const CircuitSpec& circuit, CircuitPlan& p
       shard.graph.push_back(std::move(layer));
     }
     shard.base.resize(shard.keys.size(), 0.0);
-    replay_.shards[s].weights_stale = true;
+    replayer_.stale_weights(s);
   }
   for (RemoteLayer& layer : added_remote) {
     layer.offset = remote_entries_;

@@ -1,6 +1,7 @@
-// Propagator: evaluations of the graph (evaluation.h): values, gradients and
-// their truncation error, one point at a time; a batch side by side is in
-// propagator_points.h. Included by propagator.h only.
+// Propagator: evaluations of the graph (evaluation.h): values, gradients,
+// batches and their truncation error, checked here and replayed by the
+// replayer (replayer.h), to which replay_source() lends the graph. Included
+// by propagator.h only.
 #pragma once
 
 namespace monoprop {
@@ -80,106 +81,130 @@ double Propagator<A, W, I>::error_scale() const {
   return norm;
 }
 
-// The value; with `total`, also what the operand held dropped (held_) and
-// what the replay drops, per shard, folded in ascending shard order and then
-// over the ranks with the value.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::evaluate_batch(const Points& points, const EvaluationRequest& request,
+                                         const EvaluationResults& out) const {
+  const std::size_t count = points.count, width = points.width;
+  const bool gradient = request.gradient;
+  const std::vector<std::int32_t>* mapping = request.mapping;
+  // Every row is checked before any is replayed (an empty batch checks its width).
+  std::vector<std::int32_t> layer_parameters;
+  const std::vector<double> zeros(count ? 0 : width, 0.0);
+  for (std::size_t i = 0; i < std::max<std::size_t>(count, 1); ++i)
+    layer_parameters =
+        checked_evaluation(count ? points.row(i) : std::span<const double>(zeros), mapping, gradient && count);
+  if (count == 0) return;
+  const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
+  // Paring decides per entry and per point, and several ranks meet per layer: point by point there.
+  if (request.pare > 0.0 || routing_.ranks() > 1) return evaluate_rows(points, request, out);
+  const bool batched = guarded("evaluate", [&] {
+    return replayer_.batch(replay_source(), points.data, count, width, lp, out.values,
+                           gradient ? out.gradients : nullptr);
+  });
+  if (!batched) evaluate_rows(points, request, out);
+}
+
+// Point by point, each as a one-point call replays it.
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::evaluate_rows(const Points& points, const EvaluationRequest& request,
+                                        const EvaluationResults& out) const {
+  for (std::size_t k = 0; k < points.count; ++k) {
+    Dropped total;
+    Dropped* bounded = request.with_error ? &total : nullptr;
+    const double value = request.gradient ? replay_gradient(points.row(k), out.gradients + k * points.width,
+                                                            request.pare, request.mapping, bounded)
+                                          : replay_value(points.row(k), request.pare, request.mapping, bounded);
+    if (!request.with_error) {
+      out.values[k] = value;
+      continue;
+    }
+    const ValueWithError error = with_error(value, total);
+    out.values[k] = error.value;
+    out.bounds[k] = error.bound;
+    out.estimates[k] = error.estimate;
+  }
+}
+
+// What the replayer reads: the shards' graphs, starting coefficients and
+// keys, the layers, the settings of this call.
+template <typename A, int W, typename I>
+ReplaySource Propagator<A, W, I>::replay_source() const {
+  ReplaySource source;
+  for (const Shard& shard : shards_) {
+    source.graphs.push_back(&shard.graph);
+    source.bases.push_back(&shard.base);
+    source.keys.push_back({shard.keys.row(0), shard.keys.size()});
+  }
+  source.layers = &layers_;
+  source.remote = &remote_;
+  source.remote_entries = remote_entries_;
+  source.entries = entries_;
+  source.terms = total_size();
+  source.generation = generation_;
+  source.key_words = W;
+  source.slots = 2 * config_.num_modes;
+  source.comm = &config_.comm;
+  source.interrupts = &interrupts_;
+  source.budget = &budget_;
+  source.small_work = small_work_;
+  source.layout_use = layout_use_;
+  source.point_lanes = point_lanes_;
+  source.core = core_;
+  source.held = held_;
+  source.weigh = [this](std::size_t s, ReplaySource::Weights& out) { weigh(s, out); };
+  return source;
+}
+
+// The nonzero weights of the value f = sum_i w_i c_i, ascending: the
+// reference overlaps (Heisenberg) or the observable's coefficients
+// (Schrodinger) of the terms the held keys stand for (clifford_frame.h).
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::weigh(std::size_t s, ReplaySource::Weights& out) const {
+  const Shard& me = shards_[s];
+  for (std::size_t i = 0; i < me.keys.size(); ++i) {
+    // Most terms weigh nothing, and only those that weigh something pay for
+    // the sign of the term they stand for (clifford_frame.h).
+    const Key held = me.keys.key(i);
+    double w = 0.0;
+    if (schrodinger()) {
+      const auto slot = observable_keys_.find(frame_.image(held));
+      if (slot != Keys::kEmpty) w = observable_coefficients_[slot];
+    } else if (frame_.paired(held)) {
+      w = A::reference_overlap(frame_.image(held), occupied_);
+    }
+    if (w != 0.0) w *= frame_.forward(held).sign;
+    if (w != 0.0) out.emplace_back(static_cast<std::uint32_t>(i), w);
+  }
+}
+
 template <typename A, int W, typename I>
 double Propagator<A, W, I>::replay_value(std::span<const double> parameters, double pare,
                                          const std::vector<std::int32_t>* mapping, Dropped* total) const {
   const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
-    std::vector<Dropped> dropped(total ? shards_.size() : 0);
-    std::vector<double*> c(shards_.size());
-    std::vector<double> partial(shards_.size(), 0.0);
-    const ReplayView view = replay_view(replay_layout(), true);
-    Team::run(threads(), small_replay(), [&](int t, Team& team) {
-      team.each(t, [&](int s) {
-        const Shard& me = shards_[static_cast<std::size_t>(s)];
-        if (layers_.empty())  // no layer writes: read the coefficients where they are
-          c[static_cast<std::size_t>(s)] = const_cast<double*>(me.base.data());
-        else
-          c[static_cast<std::size_t>(s)] = replay_start(s, view, false);
-      });
-      replay(t, team, view, c.data(), parameters.data(), pare, lp, false, total ? dropped.data() : nullptr);
-      team.each(t, [&](int s) {
-        partial[static_cast<std::size_t>(s)] = weighted_sum(s, view, c[static_cast<std::size_t>(s)]);
-      });
-    });
-    double f = 0.0;  // ascending shard order: bitwise reproducible for a fixed T
-    for (const double part : partial) f += part;
-    if (!total) {
-      config_.comm.sum(&f, 1);  // then over the ranks
-      return f + core_;
-    }
-    *total = held_;
-    for (const Dropped& part : dropped) *total += part;
-    double sums[3] = {f, total->sum, total->squares};  // over the ranks, in one reduction
-    config_.comm.sum(sums, 3);
-    *total = {sums[1], sums[2]};
-    return sums[0] + core_;
+    maybe_fault("evaluate");
+    return replayer_.value(replay_source(), parameters, pare, lp, total);
   });
 }
 
-// One buffer serves both sweeps: the forward one runs on the first half, with
-// the coefficients packed (half the cache lines), which then spread into the
-// interleaved states (c, lambda) the reverse sweep reads in pairs.
 template <typename A, int W, typename I>
 double Propagator<A, W, I>::replay_gradient(std::span<const double> parameters, double* out, double pare,
                                             const std::vector<std::int32_t>* mapping, Dropped* total) const {
   const std::vector<std::int32_t> layer_parameters = checked_evaluation(parameters, mapping, true);
   const std::int32_t* lp = mapping ? layer_parameters.data() : nullptr;
   return guarded("evaluate", [&] {
-    const std::size_t L = layers_.size();
-    std::vector<double*> state(shards_.size());
-    std::vector<double> partial(shards_.size(), 0.0);
-    std::vector<std::vector<double>> dphi(shards_.size());
-    std::vector<Dropped> dropped(total ? shards_.size() : 0);
-    const ReplayView view = replay_view(replay_layout(), true);
-    Team::run(threads(), small_replay(), [&](int t, Team& team) {
-      team.each(t, [&](int s) {
-        state[static_cast<std::size_t>(s)] = replay_start(s, view, true);
-        dphi[static_cast<std::size_t>(s)].assign(L, 0.0);
-      });
-      replay(t, team, view, state.data(), parameters.data(), pare, lp, true, total ? dropped.data() : nullptr);
-      team.each(t, [&](int s) {
-        partial[static_cast<std::size_t>(s)] = weighted_sum(s, view, state[static_cast<std::size_t>(s)]);
-        state[static_cast<std::size_t>(s)] = spread_adjoint(s, view);
-      });
-      replay_back(t, team, view, state.data(), parameters.data(), pare, lp, dphi);
-    });
-    // Folds in ascending shard order: bitwise reproducible for a fixed T.
-    std::vector<double> gradient(parameters.size(), 0.0);
-    for (std::size_t l = L; l-- > 0;) {
-      const LayerInfo& info = layers_[l];
-      const std::int32_t p = lp ? lp[l] : info.parameter;
-      if (p < 0) continue;  // a noise layer of fixed rate
-      double d = dphi[0][l];
-      for (std::size_t s = 1; s < shards_.size(); ++s) d += dphi[s][l];
-      gradient[static_cast<std::size_t>(p)] += info.frequency * d;
-    }
-    double f = 0.0;
-    for (const double part : partial) f += part;
-    // Then over the ranks, in one reduction (with the dropped sums, folded as in evaluate).
-    if (total) {
-      *total = held_;
-      for (const Dropped& part : dropped) *total += part;
-      gradient.push_back(total->sum);
-      gradient.push_back(total->squares);
-    }
-    gradient.push_back(f);
-    config_.comm.sum(gradient.data(), gradient.size());
-    f = gradient.back();
-    gradient.pop_back();
-    if (total) {
-      total->squares = gradient.back();
-      gradient.pop_back();
-      total->sum = gradient.back();
-      gradient.pop_back();
-    }
-    std::copy(gradient.begin(), gradient.end(), out);
-    return f + core_;
+    maybe_fault("evaluate");
+    return replayer_.gradient(replay_source(), parameters, out, pare, lp, total);
   });
+}
+
+// Replays every shard's coefficients to the end of the graph (read-out and
+// contraction read them as replayer_.replayed(s)).
+template <typename A, int W, typename I>
+void Propagator<A, W, I>::replay_all(const std::vector<double>& parameters, Dropped* dropped) const {
+  maybe_fault("evaluate");
+  replayer_.replay_all(replay_source(), parameters.data(), dropped);
 }
 
 }  // namespace monoprop

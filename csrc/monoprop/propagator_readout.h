@@ -16,15 +16,15 @@ std::vector<double> Propagator<A, W, I>::contract(const std::vector<double>& par
     // the term its held key stands for.
     std::vector<double> out;
     for (std::size_t s = 0; s < shards_.size(); ++s) {
-      const Column<double>& c = replay_.shards[s].c;
+      const Column<double>& c = replayer_.replayed(s);
       for (std::size_t i = 0; i < c.size(); ++i) out.push_back(frame_.forward(shards_[s].keys.key(i)).sign * c[i]);
     }
     if (!inplace) return out;
     maybe_fault("contract");
-    drop_layout();  // of the graph being folded
+    replayer_.drop_layout();  // of the graph being folded
     for (std::size_t s = 0; s < shards_.size(); ++s) {
       Shard& shard = shards_[s];
-      shard.base = replay_.shards[s].c;
+      shard.base = replayer_.replayed(s);
       shard.graph.clear();
       shard.n_base = shard.keys.size();
     }
@@ -61,7 +61,7 @@ TermList Propagator<A, W, I>::evolved_terms(const std::vector<double>& parameter
     const Key none{};
     if (held_here(none)) {
       const auto s = static_cast<std::size_t>(owner(none.hash()));
-      if (const auto slot = shards_[s].keys.find(none); slot != Keys::kEmpty) identity = replay_.shards[s].c[slot];
+      if (const auto slot = shards_[s].keys.find(none); slot != Keys::kEmpty) identity = replayer_.replayed(s)[slot];
     }
     config_.comm.sum(&identity, 1);
     identity += core_;
@@ -69,7 +69,7 @@ TermList Propagator<A, W, I>::evolved_terms(const std::vector<double>& parameter
   if (!schrodinger() && rank_ == 0 && (atol == 0.0 || std::abs(identity) >= atol)) emit(Key{}, identity);
   for (std::size_t s = 0; s < shards_.size(); ++s) {  // each shard decoded with its own index
     const Shard& shard = shards_[s];
-    const Column<double>& c = replay_.shards[s].c;
+    const Column<double>& c = replayer_.replayed(s);
     for (std::size_t i = 0; i < c.size(); ++i)
       if ((atol == 0.0 || std::abs(c[i]) >= atol) && (schrodinger() || !shard.keys.key(i).is_identity())) {
         const auto [key, sign] = frame_.forward(shard.keys.key(i));
@@ -99,7 +99,7 @@ std::vector<double> Propagator<A, W, I>::coefficients_of(const std::vector<Term>
     }
     const auto s = static_cast<std::size_t>(owner(key.hash()));
     const auto slot = shards_[s].keys.find(key);
-    out.push_back(core + (slot == Keys::kEmpty ? 0.0 : sign * replay_.shards[s].c[slot]));
+    out.push_back(core + (slot == Keys::kEmpty ? 0.0 : sign * replayer_.replayed(s)[slot]));
   }
   config_.comm.sum(out.data(), out.size());
   return out;

@@ -18,7 +18,7 @@ Propagator<A, W, I>::Propagator(Config config, BasisChange basis_change, int log
     error = std::current_exception();
   }
   state_io::agree(config_.comm, error);
-  if (config_.comm.distributed()) check_remote_peers();
+  if (config_.comm.distributed()) check_remote_peers(config_.comm, remote_);
 }
 
 // The settings were restored by the constructor; this fills the rest.
@@ -53,7 +53,7 @@ void Propagator<A, W, I>::restore(const SavedState& state) {
     unbounded_ = state.scalar<std::uint8_t>("dropped.unbounded") != 0;
   }
   generation_ = state.scalar<std::uint64_t>("generation");
-  drop_layout();  // of the graph this load replaces
+  replayer_.drop_layout();  // of the graph this load replaces
   if (n_parameters_ < 0 || n_gates_ < 0) state_io::damaged("a negative parameter or gate count");
 
   auto parameter = state.get<std::int32_t>("layer.parameter");
@@ -183,7 +183,7 @@ void Propagator<A, W, I>::restore_shards(const SavedState& state) {
     sizes.push_back(saved[s].keys.size());
   }
   std::vector<Graph> graphs;
-  for (std::size_t s = 0; s < saved_threads; ++s) graphs.push_back(restore_graph(state, s, sizes));
+  for (std::size_t s = 0; s < saved_threads; ++s) graphs.push_back(restore_graph(state, s, sizes, layers_.size()));
 
   // Where each saved term goes: (shard, slot) now; first its shard, so that
   // every store is sized once.
@@ -227,190 +227,15 @@ void Propagator<A, W, I>::restore_shards(const SavedState& state) {
   if (same) {
     for (std::size_t s = 0; s < saved_threads; ++s) shards_[s].graph = std::move(graphs[s]);
   } else {
-    for (std::size_t l = 0; l < layers_.size(); ++l) reshard_layer(graphs, l, moved);
-  }
-  restore_remote(state, sizes, moved);
-}
-
-// The entries this rank shares with others, per layer and peer, their terms
-// moved as `moved` says. An entry's place in its block is the order both
-// ranks exchange in, so it stays.
-template <typename A, int W, typename I>
-void Propagator<A, W, I>::restore_remote(const SavedState& state, const std::vector<std::size_t>& sizes,
-                                         const Moves& moved) {
-  const auto layer_blocks = state.get<std::uint64_t>("remote.layer_block_ends");
-  const auto peers = state.get<std::int32_t>("remote.block_peer");
-  const auto counts = state.get<std::uint8_t>("remote.block_counts");
-  const auto entry_ends = state.get<std::uint64_t>("remote.block_entry_ends");
-  const auto shards = state.get<std::uint32_t>("remote.shards");
-  const auto slots = state.get<std::uint32_t>("remote.slots");
-  const auto codes = state.get<std::int8_t>("remote.codes");
-  const std::size_t B = peers.size(), E = codes.size();
-  if (layer_blocks.size() != layers_.size() || counts.size() != B || entry_ends.size() != B || shards.size() != E ||
-      slots.size() != E || (B ? entry_ends.back() : 0) != E || (layers_.empty() ? 0 : layer_blocks.back()) != B)
-    state_io::damaged("the entries shared with other ranks do not fit together");
-  remote_.assign(layers_.size(), RemoteLayer{});
-  std::uint64_t block = 0, entry = 0;
-  for (std::size_t l = 0; l < layers_.size(); ++l) {
-    RemoteLayer& layer = remote_[l];
-    int last_peer = -1;
-    if (layer_blocks[l] < block || layer_blocks[l] > B)
-      state_io::damaged("the entries shared with other ranks do not fit together");
-    for (; block < layer_blocks[l]; ++block) {
-      const int peer = peers[block];
-      if (peer <= last_peer || peer == rank_ || peer >= routing_.ranks() || counts[block] != (rank_ < peer) ||
-          entry_ends[block] <= entry || entry_ends[block] > E)
-        state_io::damaged("layer " + std::to_string(l) + " shares entries with ranks out of order");
-      last_peer = peer;
-      RemoteBlock b;
-      b.peer = peer;
-      b.counts = counts[block] != 0;
-      b.start = layer.entries;
-      for (; entry < entry_ends[block]; ++entry) {
-        const int code = codes[entry];
-        if (shards[entry] >= sizes.size() || slots[entry] >= sizes[shards[entry]] || code == 0 || code < -3 || code > 3)
-          state_io::damaged("layer " + std::to_string(l) + " shares an entry this rank does not hold");
-        const auto [shard, slot] = moved[shards[entry]][slots[entry]];
-        b.shards.push_back(shard);
-        b.slots.push_back(slot);
-        b.codes.push_back(static_cast<std::int8_t>(code));
-      }
-      layer.entries += b.size();
-      layer.blocks.push_back(std::move(b));
+    std::vector<std::size_t> now;
+    for (const Shard& shard : shards_) now.push_back(shard.keys.size());
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      std::vector<ShardLayer> layer = reshard_layer(graphs, l, moved, now);
+      for (std::size_t t = 0; t < shards_.size(); ++t) shards_[t].graph.push_back(std::move(layer[t]));
     }
-    layer.offset = remote_entries_;
-    remote_entries_ += layer.entries;
   }
-}
-
-// Every pair of ranks agrees on how many entries they share in each layer:
-// a replay swaps exactly that many values, so a mismatch would hang it.
-// Collective; throws on every rank alike.
-template <typename A, int W, typename I>
-void Propagator<A, W, I>::check_remote_peers() const {
-  const auto R = static_cast<std::size_t>(routing_.ranks()), L = layers_.size();
-  std::vector<std::uint64_t> mine(R * L, 0), theirs(R * L, 0);
-  for (std::size_t l = 0; l < L; ++l)
-    for (const RemoteBlock& b : remote_[l].blocks) mine[static_cast<std::size_t>(b.peer) * L + l] = b.size();
-  std::vector<mpi::Parcel> parcels;
-  for (std::size_t p = 0; p < R; ++p)
-    if (static_cast<int>(p) != rank_) parcels.push_back({static_cast<int>(p), &mine[p * L], L, &theirs[p * L], L});
-  config_.comm.exchange(parcels, sizeof(std::uint64_t));
-  std::exception_ptr error;
-  if (mine != theirs)
-    error = std::make_exception_ptr(
-        ArgumentError("the save is damaged: rank " + std::to_string(rank_) +
-                      " and a peer disagree on the graph entries they share; its parts are not of one save."));
-  state_io::agree(config_.comm, error);
-}
-
-// Layer l of the saved shards' graphs, re-encoded between the slots `moved`
-// gives (births become pairs: their partners are no longer consecutive).
-template <typename A, int W, typename I>
-void Propagator<A, W, I>::reshard_layer(
-    const std::vector<Graph>& graphs, std::size_t l,
-    const std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>>& moved) {
-  struct Entry {
-    std::uint32_t a, b;
-    int sign;
-  };
-  const std::size_t T = shards_.size();
-  std::vector<std::vector<std::uint32_t>> cos(T), dark(T);
-  std::vector<std::vector<std::vector<Entry>>> pairs(T, std::vector<std::vector<Entry>>(T)), halves = pairs;
-  for (std::size_t s = 0; s < graphs.size(); ++s) {
-    const DecodedLayer decoded = decode(graphs[s][l]);
-    for (const std::uint32_t a : decoded.cos) cos[moved[s][a].first].push_back(moved[s][a].second);
-    for (const std::uint32_t a : decoded.dark) dark[moved[s][a].first].push_back(moved[s][a].second);
-    for (const bool half : {false, true})
-      for (const DecodedEntry& e : half ? decoded.halves : decoded.pairs) {
-        const auto [ta, a] = moved[s][e.a];
-        const auto [tb, b] = moved[e.other][e.b];
-        (half ? halves : pairs)[ta][tb].push_back({a, b, e.sign});
-      }
-  }
-  SectionWriter writer;
-  for (std::size_t t = 0; t < T; ++t) {
-    ShardLayer layer;
-    std::sort(cos[t].begin(), cos[t].end());
-    std::sort(dark[t].begin(), dark[t].end());
-    write_cos(writer, cos[t], dark[t], layer.bytes, layer.cos);
-    for (std::size_t o = 0; o < T; ++o) {
-      if (pairs[t][o].empty() && halves[t][o].empty()) continue;
-      Part part;
-      part.shard = static_cast<std::uint32_t>(o);
-      writer.start();
-      writer.append_to(layer.bytes, part.births);
-      for (const bool half : {false, true}) {
-        std::vector<Entry>& entries = (half ? halves : pairs)[t][o];
-        std::sort(entries.begin(), entries.end(), [](const Entry& x, const Entry& y) { return x.a < y.a; });
-        writer.start(slot_width(shards_[o].keys.size()));
-        for (const Entry& e : entries) writer.pair(e.a, e.b, e.sign);
-        writer.append_to(layer.bytes, half ? part.halves : part.pairs);
-      }
-      layer.parts.push_back(part);
-    }
-    SectionWriter::finish(layer.bytes);
-    shards_[t].graph.push_back(std::move(layer));
-  }
-}
-
-template <typename A, int W, typename I>
-Graph Propagator<A, W, I>::restore_graph(const SavedState& state, std::size_t s,
-                                         const std::vector<std::size_t>& sizes) const {
-  Graph graph;
-  const std::string where = "shard " + std::to_string(s);
-  const auto bytes = state.get<std::uint8_t>(state_io::shard_name(s, "graph_bytes"));
-  const auto byte_ends = state.get<std::uint64_t>(state_io::shard_name(s, "graph_byte_ends"));
-  const auto cos = state.get<std::uint32_t>(state_io::shard_name(s, "graph_cos"), state_io::kSectionWords);
-  const auto part_ends = state.get<std::uint64_t>(state_io::shard_name(s, "graph_part_ends"));
-  const auto parts = state.get<std::uint32_t>(state_io::shard_name(s, "graph_parts"), state_io::kPartWords);
-  const std::size_t L = layers_.size();
-  if (byte_ends.size() != L || part_ends.size() != L || cos.size() != L * state_io::kSectionWords)
-    state_io::damaged(where + " has another number of graph layers than the graph");
-  auto section = [](const std::uint32_t* x) {
-    Section out;
-    out.count = x[0];
-    out.offset = x[1];
-    out.length = x[2];
-    out.partners = x[3];
-    out.base = x[4];
-    out.width = static_cast<std::uint8_t>(std::min<std::uint32_t>(x[5], 255));  // above 4: refused
-    return out;
-  };
-  std::uint64_t byte = 0, part = 0;
-  for (std::size_t l = 0; l < L; ++l) {
-    const std::string at = where + " layer " + std::to_string(l);
-    if (byte_ends[l] < byte || byte_ends[l] > bytes.size() || byte_ends[l] - byte < kPadding || part_ends[l] < part ||
-        part_ends[l] * state_io::kPartWords > parts.size())
-      state_io::damaged(at + " lies outside the saved graph");
-    ShardLayer layer;
-    layer.bytes.assign(bytes.begin() + static_cast<std::ptrdiff_t>(byte),
-                       bytes.begin() + static_cast<std::ptrdiff_t>(byte_ends[l]));
-    for (std::size_t k = layer.bytes.size() - kPadding; k < layer.bytes.size(); ++k)
-      if (layer.bytes[k] != 0) state_io::damaged(at + " lacks its padding");
-    layer.cos = section(&cos[l * state_io::kSectionWords]);
-    state_io::check_section(layer, layer.cos, 0, sizes[s], 0, at);
-    if (layer.cos.base > layer.cos.count) state_io::damaged(at + " has more dark cos entries than cos entries");
-    for (; part < part_ends[l]; ++part) {
-      const std::uint32_t* x = &parts[part * state_io::kPartWords];
-      if (x[0] >= sizes.size()) state_io::damaged(at + " names a shard past the last");
-      Part p;
-      p.shard = x[0];
-      p.births = section(x + 1);
-      p.pairs = section(x + 1 + state_io::kSectionWords);
-      p.halves = section(x + 1 + 2 * state_io::kSectionWords);
-      const std::size_t other = sizes[p.shard];
-      state_io::check_section(layer, p.births, 1, sizes[s], other, at);
-      state_io::check_section(layer, p.pairs, 2, sizes[s], other, at);
-      state_io::check_section(layer, p.halves, 2, sizes[s], other, at);
-      layer.parts.push_back(p);
-    }
-    byte = byte_ends[l];
-    graph.push_back(std::move(layer));
-  }
-  if (byte != bytes.size() || part * state_io::kPartWords != parts.size())
-    state_io::damaged(where + " has graph bytes past its last layer");
-  return graph;
+  remote_ = restore_remote(state, sizes, moved, layers_.size(), rank_, routing_.ranks());
+  for (const RemoteLayer& layer : remote_) remote_entries_ += layer.entries;
 }
 
 }  // namespace monoprop

@@ -1,6 +1,6 @@
-// Propagator: its whole state as named arrays (saved_state.h), and the
-// checks a load makes of what it reads (the propagator rebuilt from them is
-// propagator_restore.h). Included by propagator.h only.
+// Propagator: its whole state as named arrays (saved_state.h); the graph's
+// arrays are snapshot.h's, and the propagator rebuilt from them is
+// propagator_restore.h. Included by propagator.h only.
 //
 // What is saved is what the operations read: per shard the keys in slot
 // order (the graph names slots), the coefficients a replay starts from and
@@ -15,73 +15,12 @@
 #pragma once
 
 #include <cmath>
-#include <exception>
 #include <string>
 
 #include "saved_state.h"
+#include "snapshot.h"
 
 namespace monoprop {
-
-namespace state_io {
-
-// Words of a saved Section (count, offset, length, partners, base, width)
-// and of a saved Part (shard, then births, pairs and halves).
-inline constexpr std::size_t kSectionWords = 6, kPartWords = 1 + 3 * kSectionWords;
-
-inline std::string shard_name(std::size_t s, const char* what) { return "shard" + std::to_string(s) + "." + what; }
-
-[[noreturn]] inline void damaged(const std::string& what) { throw ArgumentError("the save is damaged: " + what + "."); }
-
-// Checks that a section's entries decode inside their bytes, in ascending a
-// below `own`, with partners below `other`: `kind` 0 for cos entries, 1 for
-// births (partners base, base + 1, ...), 2 for pairs and halves.
-inline void check_section(const ShardLayer& layer, const Section& s, int kind, std::size_t own, std::size_t other,
-                          const std::string& where) {
-  const std::size_t end = layer.bytes.size() - kPadding;
-  const std::size_t stop = std::size_t{s.offset} + s.length;
-  if (s.offset > s.partners || s.partners > stop || stop > end) damaged(where + " has a section outside its bytes");
-  if (s.width > 4 || (kind == 2 && s.count > 0 && s.width == 0)) damaged(where + " has a partner width above 4");
-  if (std::size_t{s.width} * s.count != stop - s.partners) damaged(where + " has partners that do not fit");
-  if (kind == 1 && std::size_t{s.base} + s.count > other) damaged(where + " has births past the partner shard");
-  std::size_t p = s.offset;
-  std::uint32_t a = 0;  // wraps like SectionReader's: entries need not ascend
-  for (std::uint32_t k = 0; k < s.count; ++k) {
-    std::uint64_t v = 0;
-    for (int shift = 0;; shift += 7) {
-      if (p >= s.partners || shift > 35) damaged(where + " has an entry that does not decode");
-      const std::uint8_t byte = layer.bytes[p++];
-      v |= std::uint64_t{byte & 0x7fu} << shift;
-      if (byte < 0x80) break;
-    }
-    a += static_cast<std::uint32_t>(kind == 0 ? v : v >> 1);
-    if (a >= own) damaged(where + " names a slot its shard does not hold");
-    if (kind == 2) {
-      std::uint32_t b = 0;
-      for (int i = 0; i < s.width; ++i)
-        b |= std::uint32_t{layer.bytes[s.partners + std::size_t{s.width} * k + static_cast<std::size_t>(i)]} << (8 * i);
-      if (b >= other) damaged(where + " names a partner its shard does not hold");
-    }
-  }
-  if (p != s.partners) damaged(where + " has bytes its entries do not account for");
-}
-
-// After a step that may have failed on some ranks only (`error` set there),
-// every rank learns of it before it goes on into a collective that the
-// failed ranks left: those rethrow their error, the others throw naming the
-// lowest failed rank. On one rank it only rethrows.
-inline void agree(const mpi::Comm& comm, std::exception_ptr error) {
-  if (comm.distributed()) {
-    const auto ranks = static_cast<std::uint64_t>(comm.size());
-    std::uint64_t lowest = error ? ranks - static_cast<std::uint64_t>(comm.rank()) : 0;  // max: the lowest rank
-    comm.max(&lowest, 1);
-    if (lowest && !error)
-      throw ArgumentError("the save's part for rank " + std::to_string(ranks - lowest) +
-                          " could not be loaded (that rank says why); nothing was loaded.");
-  }
-  if (error) std::rethrow_exception(error);
-}
-
-}  // namespace state_io
 
 template <typename A, int W, typename I>
 SavedState Propagator<A, W, I>::save_state() const {
@@ -129,7 +68,6 @@ SavedState Propagator<A, W, I>::save_state() const {
     out.put_scalar("routing.kind", static_cast<std::uint8_t>(routing_.kind()));
     out.put("routing.basis", routing_.basis());
 
-    const std::size_t L = layers_.size();
     // One array a field of the layers.
     auto column = [&](const char* name, auto field) {
       std::vector<decltype(field(LayerInfo{}))> values;
@@ -158,30 +96,7 @@ SavedState Propagator<A, W, I>::save_state() const {
       out.put(state_io::shard_name(s, "keys"), n ? shard.keys.row(0) : nullptr, {n, std::size_t{W}});
       out.put(state_io::shard_name(s, "base"), shard.base.data(), {shard.base.size()});
       out.put_scalar(state_io::shard_name(s, "n_base"), static_cast<std::uint64_t>(shard.n_base));
-      std::vector<std::uint8_t> bytes;
-      std::vector<std::uint64_t> byte_ends, part_ends;
-      std::vector<std::uint32_t> cos, parts;
-      auto section = [](std::vector<std::uint32_t>& to, const Section& x) {
-        to.insert(to.end(), {x.count, x.offset, x.length, x.partners, x.base, std::uint32_t{x.width}});
-      };
-      for (const ShardLayer& layer : shard.graph) {
-        bytes.insert(bytes.end(), layer.bytes.begin(), layer.bytes.end());
-        byte_ends.push_back(bytes.size());
-        section(cos, layer.cos);
-        for (const Part& part : layer.parts) {
-          parts.push_back(part.shard);
-          section(parts, part.births);
-          section(parts, part.pairs);
-          section(parts, part.halves);
-        }
-        part_ends.push_back(parts.size() / state_io::kPartWords);
-      }
-      out.put(state_io::shard_name(s, "graph_bytes"), bytes);
-      out.put(state_io::shard_name(s, "graph_byte_ends"), byte_ends);
-      out.put(state_io::shard_name(s, "graph_cos"), cos.data(), {L, state_io::kSectionWords});
-      out.put(state_io::shard_name(s, "graph_part_ends"), part_ends);
-      out.put(state_io::shard_name(s, "graph_parts"), parts.data(),
-              {parts.size() / state_io::kPartWords, state_io::kPartWords});
+      save_graph(out, s, shard.graph);
     }
 
     auto put_frame = [&](const std::string& name, const Frame& frame) {
@@ -198,32 +113,7 @@ SavedState Propagator<A, W, I>::save_state() const {
         out.put(side + "_signs", signs);
       }
     };
-    // Per layer its blocks' end; per block its peer, whether this rank counts
-    // it, and its entries' end; per entry its shard, slot and code.
-    std::vector<std::uint64_t> layer_blocks, entry_ends;
-    std::vector<std::int32_t> peers;
-    std::vector<std::uint8_t> counts;
-    std::vector<std::uint32_t> remote_shards, remote_slots;
-    std::vector<std::int8_t> codes;
-    for (const RemoteLayer& layer : remote_) {
-      for (const RemoteBlock& b : layer.blocks) {
-        peers.push_back(b.peer);
-        counts.push_back(b.counts);
-        remote_shards.insert(remote_shards.end(), b.shards.begin(), b.shards.end());
-        remote_slots.insert(remote_slots.end(), b.slots.begin(), b.slots.end());
-        codes.insert(codes.end(), b.codes.begin(), b.codes.end());
-        entry_ends.push_back(codes.size());
-      }
-      layer_blocks.push_back(peers.size());
-    }
-    out.put("remote.layer_block_ends", layer_blocks);
-    out.put("remote.block_peer", peers);
-    out.put("remote.block_counts", counts);
-    out.put("remote.block_entry_ends", entry_ends);
-    out.put("remote.shards", remote_shards);
-    out.put("remote.slots", remote_slots);
-    out.put("remote.codes", codes);
-
+    save_remote(out, remote_);
     put_frame("frame", frame_);
     put_frame("start_frame", start_frame_);
     const std::size_t m = observable_keys_.size();

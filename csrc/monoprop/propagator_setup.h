@@ -29,7 +29,7 @@ Propagator<A, W, I>::Propagator(Bare, Config config, BasisChange basis_change, i
   check_shards_fit();
   shards_.reserve(static_cast<std::size_t>(num_threads_));
   for (int t = 0; t < num_threads_; ++t) shards_.emplace_back(2 * n);
-  replay_ = ReplayCache(shards_.size());
+  replayer_ = Replayer(shards_.size());
   release_scratch();
   for (const int mode : config_.occupied) {
     if (mode < 0 || mode >= n)

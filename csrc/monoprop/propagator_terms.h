@@ -16,7 +16,7 @@ std::size_t Propagator<A, W, I>::apply_initial_operator_(const std::vector<Term>
     for (const auto& [key, h] : keyed) accumulate(keys, coefficients, key, h);
     observable_keys_ = std::move(keys);
     observable_coefficients_ = std::move(coefficients);
-    replay_.stale_weights();
+    replayer_.stale_weights();
     // Dark branches were those that could not reach the old observable (reach.h).
     for (LayerInfo& layer : layers_) layer.stale = true;
     held_.forget_reach();
@@ -134,9 +134,9 @@ MemoryUsage Propagator<A, W, I>::memory() const {
     m.buffers += shard.work.bytes() + shard.flags.bytes() + shard.quiet.bytes() + shard.quiet_late.bytes() +
                  queries * sizeof(Query);
   }
-  m.graph += layers_.capacity() * sizeof(LayerInfo) + replay_.graph_bytes();
+  m.graph += layers_.capacity() * sizeof(LayerInfo) + replayer_.graph_bytes();
   for (const RemoteLayer& layer : remote_) m.graph += layer.bytes();
-  m.buffers += replay_.buffer_bytes();
+  m.buffers += replayer_.buffer_bytes();
   m.buffers += observable_keys_.key_bytes() + observable_keys_.index_bytes();
   m.buffers += frame_.bytes() + start_frame_.bytes();
   return m;
@@ -149,7 +149,7 @@ OperatorView Propagator<A, W, I>::mp_op_() const {
         "mp_op() is not available after a Clifford gate: the store then holds the operator in the gates' frame, "
         "not as its terms. Use evolved_operator() for the terms.");
   const Shard& shard = shards_[0];
-  Column<std::uint16_t>& lengths = replay_.shards[0].lengths;
+  Column<std::uint16_t>& lengths = replayer_.lengths();
   lengths.resize(shard.keys.size());
   for (std::size_t i = 0; i < shard.keys.size(); ++i) lengths[i] = static_cast<std::uint16_t>(shard.keys.length(i));
   OperatorView view;

@@ -1,13 +1,13 @@
-// What a propagator's replays keep from call to call: the buffers each shard
+// What a replayer keeps from call to call: the buffers each shard
 // (or each block of a layout) replays in, the tapes a gradient's reverse sweep
 // reads, the weights of the value, the exchange and handover buffers, a
 // batch's lanes, and the layouts of the graph, made once per graph. A VQE loop
 // replays thousands of times, and fresh pages would cost more than the sweep.
 //
-// Evaluations are const members of the propagator and fill these, so the
-// propagator holds its ReplayCache as its one mutable member; whatever
-// changes the graph or the operand marks what depends on it stale (the
-// generations below, stale_weights()).
+// Evaluations are const and fill these, so the replayer (replayer.h) holds
+// its ReplayCache as its one mutable member; whatever changes the graph or
+// the operand marks what depends on it stale (the generations below,
+// stale_weights()).
 #pragma once
 
 #include <cstdint>

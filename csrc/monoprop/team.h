@@ -27,10 +27,12 @@
 #include <omp.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <exception>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace monoprop {
@@ -154,5 +156,11 @@ class Team {
   std::vector<std::exception_ptr> errors_;
   std::vector<Epoch> epoch_;
 };
+
+// Part t of `size` of n items: [lo, hi), the parts in order and within one of each other in size.
+inline std::pair<std::size_t, std::size_t> chunk(int t, int size, std::size_t n) {
+  const auto T = static_cast<std::size_t>(size);
+  return {n * static_cast<std::size_t>(t) / T, n * (static_cast<std::size_t>(t) + 1) / T};
+}
 
 }  // namespace monoprop
