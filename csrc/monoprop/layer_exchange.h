@@ -1,49 +1,22 @@
-// The rank exchange of a gate layer (MPI): lookups of partners that another
-// rank owns go to it and the answers come back; the entries the two ranks
-// then share are recorded on both in one canonical order (remote.h). Only
-// the team's primary calls MPI. Without peers none of this runs.
-// Included by propagator.h only.
+// Propagator: its side of the rank exchange of a gate layer (rank_exchange.h):
+// which lookups go to which peer, how the owner answers them, and the rules
+// by which the entries two ranks share are recorded. Included by
+// propagator.h only.
 #pragma once
 
 namespace monoprop {
 
-// Primary: every shard's lookups for each peer, in shard order, go out; what
+// Primary: every shard's lookups for each peer go out, in shard order; what
 // the peers asked comes in.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::send_lookups(const LayerPlan& plan) {
-  Exchange& x = exchange_;
-  // What earlier layers left in these buffers is spent: they may change places.
-  lend_to_peer(x.out, plan.peers);
-  lend_to_peer(x.in, plan.peers);
-  lend_to_peer(x.incoming, plan.peers);
-  lend_to_peer(x.answers_out, plan.peers);
-  lend_to_peer(x.answers_in, plan.peers);
-  std::vector<mpi::Parcel> parcels;
-  for (const int r : plan.peers) {
-    std::vector<Wire>& out = x.out[static_cast<std::size_t>(r)];
-    out.clear();
-    for (const Shard& shard : shards_)
-      for (const Query& q : shard.remote_out[static_cast<std::size_t>(r)]) out.push_back({q.partner});
-    parcels.push_back({r, out.data(), out.size(), nullptr, 0, &x.in[static_cast<std::size_t>(r)]});
-  }
-  config_.comm.exchange(parcels, sizeof(Wire));
-  for (const int r : plan.peers)
-    x.incoming[static_cast<std::size_t>(r)].resize(x.in[static_cast<std::size_t>(r)].size() / sizeof(Wire));
+  exchange_.send(config_.comm, plan.peers, [&](std::size_t r, auto&& f) { each_remote_lookup(r, f); });
 }
 
 // Thread t hashes its part of the incoming lookups to find their shards.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::sort_incoming(int t, Team& team, const LayerPlan& plan) {
-  for (const int peer : plan.peers) {
-    const auto r = static_cast<std::size_t>(peer);
-    const auto* wire = reinterpret_cast<const Wire*>(exchange_.in[r].data());
-    std::vector<Incoming>& incoming = exchange_.incoming[r];
-    const auto [lo, hi] = chunk(t, team.size(), incoming.size());
-    for (std::size_t e = lo; e < hi; ++e) {
-      const std::uint64_t h = wire[e].partner.hash();
-      incoming[e] = {h, 0, owner(h), Answer::Born};
-    }
-  }
+  exchange_.sort(t, team.size(), plan.peers, [&](std::uint64_t h) { return owner(h); });
 }
 
 // Shard s looks up the incoming lookups it owns (counting their births), like
@@ -52,14 +25,14 @@ template <typename A, int W, typename I>
 void Propagator<A, W, I>::resolve_incoming(int s, const LayerPlan& plan) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
   std::vector<std::size_t> mine;
-  for (const int r : plan.peers) {
-    const auto* wire = reinterpret_cast<const Wire*>(exchange_.in[static_cast<std::size_t>(r)].data());
-    std::vector<Incoming>& incoming = exchange_.incoming[static_cast<std::size_t>(r)];
+  for (const int peer : plan.peers) {
+    const auto r = static_cast<std::size_t>(peer);
+    std::vector<Incoming>& incoming = exchange_.incoming(r);
     mine.clear();
     for (std::size_t e = 0; e < incoming.size(); ++e)
       if (incoming[e].shard == s) mine.push_back(e);
     lookup_all(
-        me.keys, mine.size(), [&](std::size_t i) -> const Key& { return wire[mine[i]].partner; },
+        me.keys, mine.size(), [&](std::size_t i) -> const Key& { return exchange_.partner(r, mine[i]); },
         [&](std::size_t i, I b, std::uint64_t) {
           Incoming& in = incoming[mine[i]];
           if (b == Keys::kEmpty) {
@@ -76,75 +49,16 @@ void Propagator<A, W, I>::resolve_incoming(int s, const LayerPlan& plan) {
 // Primary: answers go back to the asking ranks, and the entries this rank
 // shares with each peer are recorded in the canonical order (remote.h), by the
 // rules of settle(): a lookup records its entry unless both terms asked and
-// its partner lacks the generator's top slot.
+// its partner lacks the generator's top slot; a half is recorded by both.
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::answer_lookups(const LayerPlan& plan, RemoteLayer& remote) {
-  Exchange& x = exchange_;
-  std::vector<mpi::Parcel> parcels;
-  for (const int r : plan.peers) {
-    const auto p = static_cast<std::size_t>(r);
-    x.answers_out[p].clear();
-    for (const Incoming& in : x.incoming[p]) x.answers_out[p].push_back(in.answer);
-    x.answers_in[p].resize(x.out[p].size());
-    parcels.push_back(
-        {r, x.answers_out[p].data(), x.answers_out[p].size(), x.answers_in[p].data(), x.out[p].size(), nullptr});
-  }
-  config_.comm.exchange(parcels, sizeof(Answer));
-
-  auto is_half = [&](Answer answer, const Key& partner) {
-    return plan.transfer() || (answer != Answer::Born && plan.k && plan.truth(partner).length() > *plan.k);
+  auto each_asked = [&](std::size_t r, auto&& f) { each_remote_lookup(r, f); };
+  auto asked_code = [&](const Query& q) { return half(q, plan) ? 2 * q.sign : owns_rotation(q, plan) ? q.sign : 0; };
+  auto answered_code = [&](const Incoming& in, const Key& mine) {
+    const int sign = plan.sign(mine ^ plan.generator);  // as the asker applies it
+    return half(in.answer, mine, plan) ? 3 * sign : owns_rotation(in.answer, mine, plan) ? -sign : 0;
   };
-  auto kept = [&](Answer answer, const Key& partner) {
-    return answer != Answer::FoundAsking || partner.test(plan.top);
-  };
-  remote.blocks.clear();
-  remote.entries = 0;
-  for (const int r : plan.peers) {
-    const auto p = static_cast<std::size_t>(r);
-    RemoteBlock b;
-    b.peer = r;
-    b.counts = rank_ < r;
-    auto add = [&](std::size_t shard, std::uint32_t slot, int code) {
-      b.shards.push_back(static_cast<std::uint32_t>(shard));
-      b.slots.push_back(slot);
-      b.codes.push_back(static_cast<std::int8_t>(code));
-    };
-    auto asked = [&] {  // what this rank asked r, in shard order
-      std::size_t e = 0;
-      for (std::size_t s = 0; s < shards_.size(); ++s)
-        for (Query& q : shards_[s].remote_out[p]) {
-          q.answer = x.answers_in[p][e++];
-          if (half(q, plan))
-            add(s, q.a, 2 * q.sign);
-          else if (owns_rotation(q, plan))
-            add(s, q.a, q.sign);
-        }
-    };
-    auto answered = [&] {  // what r asked this rank, in r's order
-      const auto* wire = reinterpret_cast<const Wire*>(x.in[p].data());
-      for (std::size_t e = 0; e < x.incoming[p].size(); ++e) {
-        const Incoming& in = x.incoming[p][e];
-        const Key& mine = wire[e].partner;
-        const int sign = plan.sign(mine ^ plan.generator);  // as the asker applies it
-        const auto shard = static_cast<std::size_t>(in.shard);
-        if (is_half(in.answer, mine))
-          add(shard, in.found, 3 * sign);
-        else if (kept(in.answer, mine))
-          add(shard, in.found, -sign);
-      }
-    };
-    if (rank_ < r) {
-      asked();
-      answered();
-    } else {
-      answered();
-      asked();
-    }
-    if (b.size() == 0) continue;
-    b.start = remote.entries;
-    remote.entries += b.size();
-    remote.blocks.push_back(std::move(b));
-  }
+  exchange_.answer(config_.comm, plan.peers, rank_, each_asked, asked_code, answered_code, remote);
 }
 
 // Before a build rotates the shared entries from their inputs: the scan

@@ -1,22 +1,15 @@
-// The scan of a gate layer, and with it the truncation rule.
+// The scan of a gate layer.
 //
-// For a layer exp(+i theta h G) at phi = 2 h theta (sin phi = sn, cos phi =
-// cs), a held term a anticommuting with G (and no longer than
-// only_rotate_len_k, else it is untouched) is *active* when
-//     |sn * c_a| > lower_atol          (strict; always, without lower_atol
-//                                       or in a structural build)
-// with c_a its coefficient before the layer. Only an active term builds its
-// partner b = a xor G and tests it:
-//     measure(b) <= cutoff, or b is fully paired, or (coefficient-informed,
-//     with upper_atol set) |sn * c_a| > upper_atol
-// and only a term whose partner passes asks the partner's owner to look it up
-// (it is *asking*). A held partner makes a pair that rotates both ways, a
-// missing one is born. Every other anticommuting term is *quiet*: it is only
-// scaled by cs, unless another term's lookup finds it, which makes it the
-// partner in that term's pair. So a pair {a, b} rotates when at least one of
-// its terms asked, and a term is born only from an asking term whose partner
-// is not held. Example: Pauli Z0 = 1e-5 and Y0 = 2e-5 under exp(+i pi/4 X0)
-// with lower_atol 1e-4 are both quiet and both end near 0; they do not swap.
+// The truncation rule (truncation_rule.h) sorts a layer's anticommuting
+// terms: an active term whose partner b = a xor G is kept asks the
+// partner's owner to look b up (it is *asking*). A held partner makes a pair
+// that rotates both ways, a missing one is born. Every other anticommuting
+// term is *quiet*: it is only scaled by cs, unless another term's lookup
+// finds it, which makes it the partner in that term's pair. So a pair {a, b}
+// rotates when at least one of its terms asked, and a term is born only from
+// an asking term whose partner is not held. Example: Pauli Z0 = 1e-5 and
+// Y0 = 2e-5 under exp(+i pi/4 X0) with lower_atol 1e-4 are both quiet and
+// both end near 0; they do not swap.
 //
 // The scan reads the bit columns (bit_columns.h): the xor of the generator's
 // columns marks 64 anticommuting terms at a time. Where coefficients are
@@ -53,34 +46,32 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
   lend_to_peer(me.remote_out, plan.peers);
   if (me.flags.size() < n) me.flags.resize(n);
 
-  const Truncation& t = config_.truncation;
-  // A memory truncation raises lower_atol for the rest of the operation (layer_fit.h).
-  std::optional<double> atol = t.lower_atol;
-  if (raised_atol_ && (!atol || *raised_atol_ > *atol)) atol = raised_atol_;
+  const TruncationRule truncation = TruncationRule::of(config_.truncation, c != nullptr, raised_atol_, plan.k);
   // What the hot loop reads for every term. A Transfer leaves its quiet
   // terms as they are (cs = 1), but records them as cos entries all the
   // same: each drops its transfer sn * c_a, which a bounded replay counts
   // (replay.h).
-  struct Rule {
+  struct Hot {
     double* c;
-    double sn, cs, lower_atol;
-    bool lower, capped, scales, record, track, classify;
+    double sn, cs;
+    bool scales, record, track, classify;
+    TruncationRule truncation;
   };
-  const Rule rule{c,
-                  plan.sn,
-                  plan.cs,
-                  c && atol ? *atol : 0.0,
-                  c && atol,
-                  plan.k.has_value(),
-                  plan.kind == LayerKind::Damp || plan.kind == LayerKind::Select,
-                  plan.record,
-                  plan.track,
-                  plan.classify};
+  const Hot hot{
+      .c = c,
+      .sn = plan.sn,
+      .cs = plan.cs,
+      .scales = plan.kind == LayerKind::Damp || plan.kind == LayerKind::Select,
+      .record = plan.record,
+      .track = plan.track,
+      .classify = plan.classify,
+      .truncation = truncation,
+  };
   ActiveBatch batch;
   auto visit = [&](std::size_t w, std::uint64_t hits) {
     // A copy in registers: through the capture, each number would be read
     // again after every store to c, which might alias it.
-    const Rule r = rule;
+    const Hot r = hot;
     // The word's dropped sine branches, summed in registers and added to the
     // shard's sums when the word is done: a running sum through memory would
     // chain every quiet term to the last.
@@ -93,10 +84,10 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
         quiet(me, me.quiet, r.c, i, r.cs, r.sn, r.record, false);  // exact: nothing dropped
         continue;
       }
-      if (r.capped && (plan.frame ? plan.truth(me.keys.key(i)).length() : me.keys.length(i)) > *plan.k)
-        continue;  // untouched
+      if (r.truncation.untouched([&] { return plan.frame ? plan.truth(me.keys.key(i)).length() : me.keys.length(i); }))
+        continue;
       const double moved = r.c ? std::abs(r.sn * r.c[i]) : 0.0;
-      if (r.lower && !(moved > r.lower_atol)) {  // quiet(), with the sum kept here
+      if (!r.truncation.active(moved)) {  // quiet(), with the sum kept here
         if (r.track) {
           drops += rotation::V2{moved, moved * moved};
           ++n_drops;
@@ -114,7 +105,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
       me.keys.prefetch_row(static_cast<I>(i));
       batch.term[batch.size] = i;
       batch.moved[batch.size] = moved;
-      if (++batch.size == ActiveBatch::kSize) test_partners(s, plan, c, batch);
+      if (++batch.size == ActiveBatch::kSize) test_partners(s, plan, truncation, c, batch);
     }
     if (n_drops) me.quiet_drops.add_sums(w, drops, n_drops);
     me.reach_tally += lit;
@@ -142,7 +133,7 @@ void Propagator<A, W, I>::scan(int s, const LayerPlan& plan, double* c) {
     me.keys.bits().xor_words(plan.columns.data(), plan.columns.size(), word);
   for (std::size_t q = queued > ahead ? queued - ahead : 0; q < queued; ++q)
     visit(ring_word[q % ahead], ring_hits[q % ahead]);
-  test_partners(s, plan, c, batch);
+  test_partners(s, plan, truncation, c, batch);
 }
 
 // A quiet term: scaled by cos right away where coefficients are evolved,
@@ -157,18 +148,16 @@ void Propagator<A, W, I>::quiet(Shard& me, Column<std::uint32_t>& list, double* 
   if (record) list.push_reserved(i);
 }
 
-// The batch's active terms build their partners and test them against the
-// structural cutoff; those that pass ask, the others are quiet.
+// The batch's active terms build their partners and test them; those that
+// keep theirs ask, the others are quiet.
 template <typename A, int W, typename I>
-void Propagator<A, W, I>::test_partners(int s, const LayerPlan& plan, double* c, ActiveBatch& batch) {
+void Propagator<A, W, I>::test_partners(int s, const LayerPlan& plan, const TruncationRule& truncation, double* c,
+                                        ActiveBatch& batch) {
   Shard& me = shards_[static_cast<std::size_t>(s)];
-  const Truncation& t = config_.truncation;
-  const bool upper = c && t.upper_atol;
   for (std::size_t e = 0; e < batch.size; ++e) {
     const std::uint32_t i = batch.term[e];
-    const Key key = me.keys.key(i), partner = key ^ plan.generator, seen = plan.truth(partner);
-    const int measure = t.type == CutoffType::Support ? seen.support() : seen.length();
-    if (measure <= t.cutoff || seen.fully_paired() || (upper && batch.moved[e] > *t.upper_atol)) {
+    const Key key = me.keys.key(i), partner = key ^ plan.generator;
+    if (truncation.keeps_partner(plan.truth(partner), batch.moved[e])) {
       ask(me, plan, i, key, partner);
       continue;
     }

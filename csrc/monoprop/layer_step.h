@@ -178,11 +178,11 @@ void Propagator<A, W, I>::append_births(int s, const LayerPlan& plan, Column<dou
     q->b = static_cast<std::uint32_t>(me.keys.append_unindexed(q->partner));
   for (const int peer : plan.peers) {
     const auto r = static_cast<std::size_t>(peer);
-    const auto* wire = reinterpret_cast<const Wire*>(exchange_.in[r].data());
-    for (std::size_t e = 0; e < exchange_.incoming[r].size(); ++e) {
-      Incoming& in = exchange_.incoming[r][e];
+    std::vector<Incoming>& incoming = exchange_.incoming(r);
+    for (std::size_t e = 0; e < incoming.size(); ++e) {
+      Incoming& in = incoming[e];
       if (in.shard != s || in.answer != Answer::Born) continue;
-      in.found = me.keys.append_unindexed(wire[e].partner);
+      in.found = me.keys.append_unindexed(exchange_.partner(r, e));
       hashes.push_back(in.hash);
     }
   }

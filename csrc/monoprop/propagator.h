@@ -18,8 +18,8 @@
 //   resolve  each owner looks up what it was asked, in ascending source
 //            order, and appends the births;
 //   record   each shard applies and records the rotations it asked for.
-// The rules of the scan (which terms rotate, which partners are born) are
-// the truncation of layer_scan.h. Replays need no routing: an entry that
+// The truncation rule (truncation_rule.h) decides which terms rotate; the
+// scan (layer_scan.h), what becomes of the others. Replays need no routing: an entry that
 // spans two shards is replayed by the thread of the shard that recorded it,
 // which reads and writes the other shard's coefficient directly (no other
 // thread touches that slot in that layer).
@@ -42,6 +42,7 @@
 #include "graph.h"
 #include "memory_budget.h"
 #include "monomial_propagator.h"
+#include "rank_exchange.h"
 #include "rank_layout.h"
 #include "reach.h"
 #include "remote.h"
@@ -55,6 +56,7 @@
 #include "store.h"
 #include "team.h"
 #include "term_flags.h"
+#include "truncation_rule.h"
 
 namespace monoprop {
 
@@ -155,38 +157,9 @@ class Propagator final : public MonomialPropagator {
   // The shards' terms and graphs (the graph's arrays are snapshot.h's).
   void restore_shards(const SavedState& state);
 
-  // What the owner of a partner found, for the shard that asked.
-  enum class Answer : std::uint8_t {
-    Born,         // absent: appended as a new term
-    Found,        // held, and not asking for its own partner: the asker records the pair
-    FoundAsking,  // held and asking too: one of the two records it (layer_step.h)
-  };
-  // A lookup of the partner b = a xor G of an active term a.
-  struct Query {
-    Key partner;
-    std::uint32_t a;      // in the asking shard
-    std::uint32_t b = 0;  // in the owner shard (Found, FoundAsking, Born)
-    std::int8_t sign;     // s of i a G = s b
-    Answer answer = Answer::Born;
-  };
-  // What travels to the rank that owns a partner, and what that rank keeps
-  // about each lookup it received.
-  struct Wire {
-    Key partner;
-  };
-  struct Incoming {
-    std::uint64_t hash;
-    std::uint32_t found;
-    std::int32_t shard;
-    Answer answer;
-  };
-  // A rank's side of one layer's exchange of lookups, by peer rank.
-  struct Exchange {
-    std::vector<std::vector<Wire>> out;
-    std::vector<std::vector<std::byte>> in;  // Wire records from each peer
-    std::vector<std::vector<Incoming>> incoming;
-    std::vector<std::vector<Answer>> answers_out, answers_in;
-  };
+  // A lookup of a partner, and what a rank keeps of those it received (rank_exchange.h).
+  using Query = monoprop::Query<Key>;
+  using Incoming = typename RankExchange<Key>::Incoming;
   // One layer as every shard applies it.
   struct LayerPlan {
     explicit LayerPlan(const Key& g) : generator(g), gen(g) {}
@@ -296,21 +269,6 @@ class Propagator final : public MonomialPropagator {
   static void give_back(V& v) {
     V().swap(v);
   }
-  // Linear routing sends a layer's lookups to a single peer, a different one
-  // from layer to layer. Buffers kept by rank would then hold R - 1 layers'
-  // worth of lookups, and a rank's memory would not shrink as ranks are
-  // added; so before a layer with one peer, that peer's (emptied) buffer
-  // trades places with the largest. Splitmix routing talks to every peer in
-  // every layer, so there is nothing idle to trade.
-  template <typename V>
-  static void lend_to_peer(std::vector<V>& by_rank, const std::vector<int>& peers) {
-    if (peers.size() != 1) return;
-    V& mine = by_rank[static_cast<std::size_t>(peers[0])];
-    V* largest = &mine;
-    for (V& other : by_rank)
-      if (other.capacity() > largest->capacity()) largest = &other;
-    if (largest != &mine) mine.swap(*largest);
-  }
   int threads() const { return num_threads_; }
   // The shard, within its rank, that owns a monomial of hash h.
   int owner(std::uint64_t h) const { return routing_.shard_of(h); }
@@ -412,7 +370,7 @@ class Propagator final : public MonomialPropagator {
   // The layer's cs and record are passed as values: the scan keeps them in registers.
   static void quiet(Shard& me, Column<std::uint32_t>& list, double* c, std::uint32_t i, double cs, double sn,
                     bool record, bool track);
-  void test_partners(int s, const LayerPlan& plan, double* c, ActiveBatch& batch);
+  void test_partners(int s, const LayerPlan& plan, const TruncationRule& truncation, double* c, ActiveBatch& batch);
   [[gnu::always_inline]] inline void ask(Shard& me, const LayerPlan& plan, std::uint32_t i, const Key& key,
                                          const Key& partner);
   void resolve(int s, const LayerPlan& plan, bool late);
@@ -440,15 +398,24 @@ class Propagator final : public MonomialPropagator {
   // So a born partner makes a half only in a Transfer, which records no
   // births: in a rotation every born partner is a birth, and the births of
   // one part stay one run of consecutive slots, as their section records them.
-  static bool half(const Query& q, const LayerPlan& plan) {
-    return plan.transfer() || (q.answer != Answer::Born && plan.k && plan.truth(q.partner).length() > *plan.k);
+  static bool half(Answer answer, const Key& partner, const LayerPlan& plan) {
+    return plan.transfer() || (answer != Answer::Born && plan.k && plan.truth(partner).length() > *plan.k);
   }
-  // Whether the asking shard applies and records q's rotation: always, unless
-  // both terms asked and q's partner lacks the generator's top slot.
-  static bool owns_rotation(const Query& q, const LayerPlan& plan) {
-    return q.answer != Answer::FoundAsking || q.partner.test(plan.top);
+  static bool half(const Query& q, const LayerPlan& plan) { return half(q.answer, q.partner, plan); }
+  // Whether the asking shard applies and records a lookup's rotation: always,
+  // unless both terms asked and the partner lacks the generator's top slot.
+  static bool owns_rotation(Answer answer, const Key& partner, const LayerPlan& plan) {
+    return answer != Answer::FoundAsking || partner.test(plan.top);
   }
+  static bool owns_rotation(const Query& q, const LayerPlan& plan) { return owns_rotation(q.answer, q.partner, plan); }
   // The rank exchange of a layer (layer_exchange.h); no-ops on one rank.
+  // f(shard, query) for each lookup this rank's shards ask of rank r, in
+  // shard order and each shard's asking order.
+  template <typename F>
+  void each_remote_lookup(std::size_t r, F&& f) {
+    for (std::size_t s = 0; s < shards_.size(); ++s)
+      for (Query& q : shards_[s].remote_out[r]) f(s, q);
+  }
   void send_lookups(const LayerPlan& plan);
   void sort_incoming(int t, Team& team, const LayerPlan& plan);
   void resolve_incoming(int s, const LayerPlan& plan);
@@ -523,7 +490,7 @@ class Propagator final : public MonomialPropagator {
   std::vector<RemoteLayer> remote_;  // aligned with layers_
   std::size_t remote_entries_ = 0;   // over all layers of remote_
   std::size_t entries_ = 0;          // graph entries on this rank, over all shards
-  Exchange exchange_;                // scratch of the layer being built, by peer rank
+  RankExchange<Key> exchange_;       // scratch of the layer being built, by peer rank
   RemoteLayer remote_scratch_;
   std::vector<double> remote_values_;  // scratch of a rotation in a build
   // Replays, and what they keep from call to call (the layouts of the graph among it).

@@ -251,12 +251,7 @@ void Propagator<A, W, I>::release_scratch() {
     shard.late.resize(shards_.size());
     shard.remote_out.resize(ranks);
   }
-  exchange_ = {};
-  exchange_.out.resize(ranks);
-  exchange_.in.resize(ranks);
-  exchange_.incoming.resize(ranks);
-  exchange_.answers_out.resize(ranks);
-  exchange_.answers_in.resize(ranks);
+  exchange_ = RankExchange<Key>(ranks);
   remote_scratch_ = {};
   give_back(remote_values_);
 }
