@@ -53,7 +53,9 @@ void Propagator<A, W, I>::resolve_incoming(int s, const LayerPlan& plan) {
 template <typename A, int W, typename I>
 void Propagator<A, W, I>::answer_lookups(const LayerPlan& plan, RemoteLayer& remote) {
   auto each_asked = [&](std::size_t r, auto&& f) { each_remote_lookup(r, f); };
-  auto asked_code = [&](const Query& q) { return half(q, plan) ? 2 * q.sign : owns_rotation(q, plan) ? q.sign : 0; };
+  auto asked_code = [&](const Query& q) {
+    return half(q.answer, q.partner, plan) ? 2 * q.sign : owns_rotation(q.answer, q.partner, plan) ? q.sign : 0;
+  };
   auto answered_code = [&](const Incoming& in, const Key& mine) {
     const int sign = plan.sign(mine ^ plan.generator);  // as the asker applies it
     return half(in.answer, mine, plan) ? 3 * sign : owns_rotation(in.answer, mine, plan) ? -sign : 0;

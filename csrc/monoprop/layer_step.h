@@ -273,7 +273,7 @@ void Propagator<A, W, I>::settle_part(int s, std::size_t o, const std::vector<Qu
       __builtin_prefetch(other + queries[k + ahead].b);
     }
     me.flags.clear(q.a);
-    const bool is_half = half(q, plan);
+    const bool is_half = half(q.answer, q.partner, plan);
     if (!values && plan.classify && q.answer == Answer::Found && !is_half)  // a quiet partner, counted by its scan
       if (const double reach = reach_of(plan, q.partner ^ plan.generator); reach > 0.0)
         me.reach_tally.add(1.0, reach, -1.0);

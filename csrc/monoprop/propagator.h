@@ -19,10 +19,10 @@
 //            order, and appends the births;
 //   record   each shard applies and records the rotations it asked for.
 // The truncation rule (truncation_rule.h) decides which terms rotate; the
-// scan (layer_scan.h), what becomes of the others. Replays need no routing: an entry that
-// spans two shards is replayed by the thread of the shard that recorded it,
-// which reads and writes the other shard's coefficient directly (no other
-// thread touches that slot in that layer).
+// scan (layer_scan.h), what becomes of the others. Replays need no routing:
+// an entry that spans two shards is replayed by the thread of the shard that
+// recorded it, which reads and writes the other shard's coefficient directly
+// (no other thread touches that slot in that layer).
 //
 // With MPI the ranks compose with the shards (see routing.h): a rank asks the
 // peer that owns a partner through the communicator (layer_exchange.h), and
@@ -401,13 +401,11 @@ class Propagator final : public MonomialPropagator {
   static bool half(Answer answer, const Key& partner, const LayerPlan& plan) {
     return plan.transfer() || (answer != Answer::Born && plan.k && plan.truth(partner).length() > *plan.k);
   }
-  static bool half(const Query& q, const LayerPlan& plan) { return half(q.answer, q.partner, plan); }
   // Whether the asking shard applies and records a lookup's rotation: always,
   // unless both terms asked and the partner lacks the generator's top slot.
   static bool owns_rotation(Answer answer, const Key& partner, const LayerPlan& plan) {
     return answer != Answer::FoundAsking || partner.test(plan.top);
   }
-  static bool owns_rotation(const Query& q, const LayerPlan& plan) { return owns_rotation(q.answer, q.partner, plan); }
   // The rank exchange of a layer (layer_exchange.h); no-ops on one rank.
   // f(shard, query) for each lookup this rank's shards ask of rank r, in
   // shard order and each shard's asking order.
